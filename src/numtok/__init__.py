@@ -1,0 +1,44 @@
+"""numtok: byte-level BPE and WordPiece tokenizers on Numba kernels over NumPy arrays.
+
+>>> import numtok
+>>> enc = numtok.load("cl100k_base")
+>>> enc.decode(enc.encode("hello world"))
+'hello world'
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+# Public names and the module that defines each. Modules are imported on first use, so
+# `import numtok` stays cheap and a tool that needs only one part pays only for that part.
+_EXPORTS = {
+    "pretokenize": "pretokenize",
+    "split_bytes": "pretokenize",
+    "NAMED_PATTERNS": "patterns",
+    "train_bpe": "trainer",
+    "train_bpe_from_counts": "trainer",
+    "Tokenizer": "tokenizer",
+    "BatchEncoding": "tokenizer",
+    "load": "registry",
+    "list_encodings": "registry",
+    "train_wordpiece": "wordpiece",
+    "WordPiece": "wordpiece",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'numtok' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module_name}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -1,0 +1,83 @@
+"""Pre-tokenization: cut text into pieces, as UTF-8 byte spans.
+
+Named patterns ("gpt2", "r50k", "cl100k", "o200k") run as Numba scanners over the UTF-8 bytes
+(see ``_scanners``); any other regex runs through the ``regex`` module and yields the same
+format. The output is always an int64 array of (start, end) byte offsets, never one Python
+string per piece, so the trainer and the encoder consume it directly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._text import char_to_byte_offsets, utf8_bytes
+from .patterns import NAMED_PATTERNS, compile_pattern, resolve_pattern
+
+__all__ = ["pretokenize", "split_bytes"]
+
+
+def pretokenize(text: str, pattern: str = "gpt2") -> np.ndarray:
+    """Split ``text`` into pieces; return their (start, end) UTF-8 byte offsets.
+
+    For a named pattern the spans equal ``regex.finditer(<pattern>, text)`` converted to byte
+    offsets, for every input. Lone surrogates are replaced by U+FFFD first (as tiktoken does),
+    so offsets refer to ``numtok._text.utf8_bytes(text)``.
+
+    >>> pretokenize("Hello world!", "cl100k").tolist()
+    [[0, 5], [5, 11], [11, 12]]
+    >>> pretokenize("héllo", r"\\w").tolist()[:2]
+    [[0, 1], [1, 3]]
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    name, pattern_string = resolve_pattern(pattern)
+    data = np.frombuffer(utf8_bytes(text), dtype=np.uint8)
+    docs = np.array([[0, len(data)]], dtype=np.int64)
+    return split_bytes(data, docs, pattern if name is None else name)
+
+
+def split_bytes(data: np.ndarray, docs: np.ndarray, pattern: str, num_threads: int | None = None) -> np.ndarray:
+    """Pre-tokenize many documents held in one UTF-8 buffer.
+
+    Args:
+        data: uint8 array of valid UTF-8.
+        docs: int64 array of shape (m, 2): the [start, end) byte range of each document;
+            no piece crosses a document boundary.
+        pattern: a pattern name or a regex string.
+        num_threads: threads for the named scanners (default: all cores).
+
+    Returns:
+        int64 array of shape (n, 2), the spans of all pieces, document by document.
+    """
+    name, pattern_string = resolve_pattern(pattern)
+    data = np.ascontiguousarray(data, dtype=np.uint8)
+    docs = np.ascontiguousarray(docs, dtype=np.int64).reshape(-1, 2)
+    if name is not None:
+        from . import _scanners
+
+        if _scanners.has_scanner(name):
+            return _scanners.split_named(data, docs, name, num_threads)
+    return _split_with_regex(data, docs, pattern_string)
+
+
+def _split_with_regex(data: np.ndarray, docs: np.ndarray, pattern_string: str) -> np.ndarray:
+    compiled = compile_pattern(pattern_string)
+    raw = data.tobytes()
+    out = []
+    for start, end in docs.tolist():
+        text = raw[start:end].decode("utf-8")
+        char_spans = np.array([m.span() for m in compiled.finditer(text)], dtype=np.int64).reshape(-1, 2)
+        if not len(char_spans):
+            continue
+        byte_offsets = char_to_byte_offsets(text) if not text.isascii() else None
+        spans = char_spans if byte_offsets is None else byte_offsets[char_spans]
+        # A regex may match the empty string; an empty piece carries no token, so drop it.
+        spans = spans[spans[:, 1] > spans[:, 0]]
+        out.append(spans + start)
+    if not out:
+        return np.zeros((0, 2), dtype=np.int64)
+    return np.concatenate(out)
+
+
+def _known_names() -> str:
+    return ", ".join(NAMED_PATTERNS)
