@@ -1,0 +1,494 @@
+"""Numba kernels of the BPE trainer (private: ``trainer.py`` is the API).
+
+Data model
+    Words: ``sym`` (int32, all unique words' symbol ids in one flat buffer), ``w_start``,
+    ``w_len`` (live length, shrinks as merges rewrite the word in place) and ``w_freq`` (int64).
+    Pairs: an open-addressing table from the packed key ``left << 32 | right`` to a row of
+    ``pairs`` (int64[n, 8], one cache line per pair: key, count, postings start/len/capacity,
+    first occurrence, last merge step that touched it, last word appended to its postings).
+    Postings: for each pair, the words that held it when it was counted or created, in one
+    int32 pool; stale entries are fine because a merge rescans the word.
+    Heap: array-backed binary max-heap of (count, aux, pair row), best = highest count, then
+    lowest aux. aux = the key itself under tie_break="hf" (ids are given in HF's order, so the
+    smallest (left, right) wins) or the first occurrence (word << 32 | position) under
+    "first-seen".
+
+Why this shape (performance notes)
+    - Counts are never recomputed: a merge visits only the words in the pair's postings and
+      applies +-freq deltas to the neighbour pairs, like HF's trainer, but with no hash set per
+      pair and no Python object anywhere.
+    - Heap entries are validated lazily: existing pairs only lose occurrences, so a stale entry
+      is always too optimistic and is re-pushed with its current value when popped (HF's rule).
+    - Token identity (a merge whose string already exists re-uses its id, as HF does) is a
+      hash table over each token's base-symbol sequence, checked in full on a hash match.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Columns of a pair row.
+KEY, COUNT, PSTART, PLEN, PCAP, FIRST, STAMP, LASTW = 0, 1, 2, 3, 4, 5, 6, 7
+NCOL = 8
+NO_POSITION = np.int64(0x7FFFFFFFFFFFFFFF)
+_HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
+_POLY = np.uint64(0x100000001B3)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mix(key, mask):
+    h = np.uint64(key) * _HASH_MUL
+    h ^= h >> np.uint64(29)
+    return np.int64(h & np.uint64(mask))
+
+
+# ----------------------------------------------------------------------------------------------
+# pair table
+
+
+@njit(cache=True, nogil=True)
+def _find_pair(slots, pairs, key):
+    mask = len(slots) - 1
+    s = _mix(key, mask)
+    while True:
+        p = slots[s]
+        if p < 0 or pairs[p, KEY] == key:
+            return p
+        s = (s + 1) & mask
+
+
+@njit(cache=True, nogil=True)
+def _rehash_pairs(pairs, n_pairs, size):
+    slots = np.full(size, -1, dtype=np.int32)
+    mask = size - 1
+    for p in range(n_pairs):
+        s = _mix(pairs[p, KEY], mask)
+        while slots[s] >= 0:
+            s = (s + 1) & mask
+        slots[s] = p
+    return slots
+
+
+@njit(cache=True, nogil=True)
+def _new_pair(slots, pairs, n_pairs, key):
+    """Insert a key that is not in the table; returns (row, slots, pairs, n_pairs)."""
+    if n_pairs >= len(pairs):
+        grown = np.zeros((2 * len(pairs), NCOL), dtype=np.int64)
+        grown[:n_pairs] = pairs[:n_pairs]
+        pairs = grown
+    if 2 * (n_pairs + 1) > len(slots):
+        slots = _rehash_pairs(pairs, n_pairs, 2 * len(slots))
+    mask = len(slots) - 1
+    s = _mix(key, mask)
+    while slots[s] >= 0:
+        s = (s + 1) & mask
+    slots[s] = n_pairs
+    pairs[n_pairs, KEY] = key
+    pairs[n_pairs, COUNT] = 0
+    pairs[n_pairs, PSTART] = 0
+    pairs[n_pairs, PLEN] = 0
+    pairs[n_pairs, PCAP] = 0
+    pairs[n_pairs, FIRST] = NO_POSITION
+    pairs[n_pairs, STAMP] = -1
+    pairs[n_pairs, LASTW] = -1
+    return n_pairs, slots, pairs, n_pairs + 1
+
+
+@njit(cache=True, nogil=True)
+def _append_posting(pairs, p, w, pool, pool_used):
+    """Add word w to pair p's postings (once per run of appends); returns (pool, pool_used)."""
+    if pairs[p, LASTW] == w:
+        return pool, pool_used
+    pairs[p, LASTW] = w
+    n = pairs[p, PLEN]
+    if n == pairs[p, PCAP]:
+        cap = max(4, 2 * n)
+        if pool_used + cap > len(pool):
+            grown = np.empty(max(2 * len(pool), pool_used + cap), dtype=np.int32)
+            grown[:pool_used] = pool[:pool_used]
+            pool = grown
+        start = pairs[p, PSTART]
+        pool[pool_used:pool_used + n] = pool[start:start + n]
+        pairs[p, PSTART] = pool_used
+        pairs[p, PCAP] = cap
+        pool_used += cap
+    pool[pairs[p, PSTART] + n] = w
+    pairs[p, PLEN] = n + 1
+    return pool, pool_used
+
+
+# ----------------------------------------------------------------------------------------------
+# heap of (count, aux, pair row): best = higher count, then lower aux
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _better(heap, i, j):
+    return heap[i, 0] > heap[j, 0] or (heap[i, 0] == heap[j, 0] and heap[i, 1] < heap[j, 1])
+
+
+@njit(cache=True, nogil=True)
+def _heap_push(heap, size, count, aux, p):
+    if size >= len(heap):
+        grown = np.empty((2 * len(heap), 3), dtype=np.int64)
+        grown[:size] = heap[:size]
+        heap = grown
+    i = size
+    heap[i, 0] = count
+    heap[i, 1] = aux
+    heap[i, 2] = p
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not _better(heap, i, parent):
+            break
+        for c in range(3):
+            t = heap[i, c]
+            heap[i, c] = heap[parent, c]
+            heap[parent, c] = t
+        i = parent
+    return heap, size + 1
+
+
+@njit(cache=True, nogil=True)
+def _heap_pop(heap, size):
+    """Remove the top entry (read it before calling); returns the new size."""
+    size -= 1
+    for c in range(3):
+        heap[0, c] = heap[size, c]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        best = left
+        if left + 1 < size and _better(heap, left + 1, left):
+            best = left + 1
+        if not _better(heap, best, i):
+            break
+        for c in range(3):
+            t = heap[i, c]
+            heap[i, c] = heap[best, c]
+            heap[best, c] = t
+        i = best
+    return size
+
+
+# ----------------------------------------------------------------------------------------------
+# initial pair counts
+
+
+@njit(cache=True, nogil=True)
+def _count_all_pairs(sym, w_start, w_len, w_freq, tok_len, max_len):
+    """Count every adjacent pair of every word (overlapping windows count) and build exact-size
+    postings. Returns (slots, pairs, n_pairs, pool, pool_used)."""
+    n_words = len(w_start)
+    pairs = np.zeros((1024, NCOL), dtype=np.int64)
+    slots = np.full(2048, -1, dtype=np.int32)
+    n_pairs = 0
+    # Pass 1: counts, and how many distinct words hold each pair.
+    for w in range(n_words):
+        s = w_start[w]
+        for i in range(s, s + w_len[w] - 1):
+            a = sym[i]
+            b = sym[i + 1]
+            if tok_len[a] + tok_len[b] > max_len:
+                continue
+            key = (np.int64(a) << 32) | np.int64(b)
+            p = _find_pair(slots, pairs, key)
+            if p < 0:
+                p, slots, pairs, n_pairs = _new_pair(slots, pairs, n_pairs, key)
+            pairs[p, COUNT] += w_freq[w]
+            if pairs[p, LASTW] != w:
+                pairs[p, LASTW] = w
+                pairs[p, PCAP] += 1
+    pool_used = 0
+    for p in range(n_pairs):
+        pairs[p, PSTART] = pool_used
+        pool_used += pairs[p, PCAP]
+        pairs[p, LASTW] = -1
+    pool = np.empty(pool_used + pool_used // 4 + 1024, dtype=np.int32)
+    # Pass 2: fill the postings, in word order.
+    for w in range(n_words):
+        s = w_start[w]
+        for i in range(s, s + w_len[w] - 1):
+            a = sym[i]
+            b = sym[i + 1]
+            if tok_len[a] + tok_len[b] > max_len:
+                continue
+            p = _find_pair(slots, pairs, (np.int64(a) << 32) | np.int64(b))
+            if pairs[p, LASTW] != w:
+                pairs[p, LASTW] = w
+                pool[pairs[p, PSTART] + pairs[p, PLEN]] = w
+                pairs[p, PLEN] += 1
+    return slots, pairs, n_pairs, pool, pool_used
+
+
+@njit(cache=True, nogil=True)
+def _first_occurrence(sym, w_start, w_len, tok_len, pairs, p, pool):
+    """(word << 32 | position of the left symbol) of the pair's first occurrence, or NO_POSITION."""
+    key = pairs[p, KEY]
+    a = np.int32(key >> 32)
+    b = np.int32(key & 0xFFFFFFFF)
+    best = NO_POSITION
+    start = pairs[p, PSTART]
+    for k in range(start, start + pairs[p, PLEN]):
+        w = np.int64(pool[k])
+        if (w << 32) >= best:
+            continue
+        pos = 0
+        s = w_start[w]
+        for i in range(s, s + w_len[w] - 1):
+            if sym[i] == a and sym[i + 1] == b:
+                best = (w << 32) | pos
+                break
+            pos += tok_len[sym[i]]
+    return best
+
+
+# ----------------------------------------------------------------------------------------------
+# token identity: base-symbol sequences, hashed
+
+
+@njit(cache=True, nogil=True)
+def _find_token(tslots, tok_hash, tok_seq_start, tok_seq_len, tok_seq, h, seq_buf, n):
+    mask = len(tslots) - 1
+    s = _mix(np.int64(h), mask)
+    while True:
+        t = tslots[s]
+        if t < 0:
+            return -1
+        if tok_hash[t] == h and tok_seq_len[t] == n:
+            st = tok_seq_start[t]
+            same = True
+            for k in range(n):
+                if tok_seq[st + k] != seq_buf[k]:
+                    same = False
+                    break
+            if same:
+                return t
+        s = (s + 1) & mask
+
+
+@njit(cache=True, nogil=True)
+def _register_token(tslots, tok_hash, t):
+    mask = len(tslots) - 1
+    s = _mix(np.int64(tok_hash[t]), mask)
+    while tslots[s] >= 0:
+        s = (s + 1) & mask
+    tslots[s] = t
+
+
+# ----------------------------------------------------------------------------------------------
+# the merge loop
+
+
+@njit(cache=True, nogil=True)
+def _apply_delta(slots, pairs, n_pairs, pool, pool_used, touched, n_touched, step,
+                 x, y, d, w, position, tok_len, max_len):
+    """count(x, y) += d; on a gain, add word w to its postings and mark it touched this step."""
+    if tok_len[x] + tok_len[y] > max_len:
+        return slots, pairs, n_pairs, pool, pool_used, touched, n_touched
+    key = (np.int64(x) << 32) | np.int64(y)
+    p = _find_pair(slots, pairs, key)
+    if p < 0:
+        p, slots, pairs, n_pairs = _new_pair(slots, pairs, n_pairs, key)
+    pairs[p, COUNT] += d
+    if d > 0:
+        pool, pool_used = _append_posting(pairs, p, w, pool, pool_used)
+        if position < pairs[p, FIRST]:
+            pairs[p, FIRST] = position
+        if pairs[p, STAMP] != step:
+            pairs[p, STAMP] = step
+            if n_touched >= len(touched):
+                grown = np.empty(2 * len(touched), dtype=np.int64)
+                grown[:n_touched] = touched[:n_touched]
+                touched = grown
+            touched[n_touched] = p
+            n_touched += 1
+    return slots, pairs, n_pairs, pool, pool_used, touched, n_touched
+
+
+@njit(cache=True, nogil=True)
+def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_len_base,
+               n_ids_target, min_frequency, max_len, first_seen, progress):
+    """Learn merges until ``n_ids_target`` ids exist (or no pair is frequent enough).
+
+    Ids 0..len(tok_len_base)-1 exist at the start (special tokens, then the alphabet, in the
+    order that breaks ties); base symbol sequences (tok_seq_*) say which strings they are,
+    so a merge that rebuilds an existing string re-uses its id. ``progress[0]`` is updated
+    with the number of merges done (read by another thread for the progress bar).
+
+    Returns (merge_left, merge_right, merge_new, n_merges, n_ids).
+    """
+    n_base = len(tok_len_base)
+    cap_ids = max(n_ids_target, n_base) + 1
+    tok_len = np.zeros(cap_ids, dtype=np.int64)
+    tok_len[:n_base] = tok_len_base
+    tok_hash = np.zeros(cap_ids, dtype=np.uint64)
+    tok_pow = np.ones(cap_ids, dtype=np.uint64)
+    tok_seq_start = np.zeros(cap_ids, dtype=np.int64)
+    tok_seq_len = np.zeros(cap_ids, dtype=np.int64)
+    seq_cap = max(len(tok_seq_base) * 2, 4 * cap_ids + 64)
+    tok_seq = np.empty(seq_cap, dtype=np.int32)
+    tok_seq[:len(tok_seq_base)] = tok_seq_base
+    seq_used = len(tok_seq_base)
+    tslots = np.full(1 << int(np.ceil(np.log2(2 * cap_ids + 2))), -1, dtype=np.int32)
+    pos = 0
+    for t in range(n_base):
+        n = tok_seq_len_base[t]
+        tok_seq_start[t] = pos
+        tok_seq_len[t] = n
+        h = np.uint64(0)
+        pw = np.uint64(1)
+        for k in range(pos, pos + n):
+            h = h * _POLY + np.uint64(tok_seq[k] + 1)
+            pw = pw * _POLY
+        tok_hash[t] = h
+        tok_pow[t] = pw
+        pos += n
+        if n > 0:
+            _register_token(tslots, tok_hash, t)
+
+    slots, pairs, n_pairs, pool, pool_used = _count_all_pairs(sym, w_start, w_len, w_freq, tok_len, max_len)
+    if first_seen:
+        for p in range(n_pairs):
+            pairs[p, FIRST] = _first_occurrence(sym, w_start, w_len, tok_len, pairs, p, pool)
+    heap = np.empty((max(16, n_pairs + 16), 3), dtype=np.int64)
+    size = 0
+    for p in range(n_pairs):
+        if pairs[p, COUNT] > 0:
+            aux = pairs[p, FIRST] if first_seen else pairs[p, KEY]
+            heap, size = _heap_push(heap, size, pairs[p, COUNT], aux, p)
+
+    merge_left = np.empty(max(16, cap_ids - n_base), dtype=np.int32)
+    merge_right = np.empty_like(merge_left)
+    merge_new = np.empty_like(merge_left)
+    n_merges = 0
+    n_ids = n_base
+    touched = np.empty(1024, dtype=np.int64)
+    seq_buf = np.empty(64, dtype=np.int32)
+    step = 0
+    while n_ids < n_ids_target and size > 0:
+        count = heap[0, 0]
+        aux = heap[0, 1]
+        p = heap[0, 2]
+        size = _heap_pop(heap, size)
+        current = pairs[p, COUNT]
+        if count != current:
+            # Stale: re-queue with the current count (HF's lazy refresh).
+            if current > 0 or not first_seen:
+                heap, size = _heap_push(heap, size, current, aux, p)
+            continue
+        if first_seen:
+            true_first = _first_occurrence(sym, w_start, w_len, tok_len, pairs, p, pool)
+            if true_first == NO_POSITION:
+                continue
+            if true_first != aux:
+                heap, size = _heap_push(heap, size, current, true_first, p)
+                continue
+        if count < 1 or count < min_frequency:
+            break
+        key = pairs[p, KEY]
+        a = np.int32(key >> 32)
+        b = np.int32(key & 0xFFFFFFFF)
+
+        # The merged string; an existing id for it is re-used.
+        n = tok_seq_len[a] + tok_seq_len[b]
+        if n > len(seq_buf):
+            seq_buf = np.empty(2 * n, dtype=np.int32)
+        sa = tok_seq_start[a]
+        sb = tok_seq_start[b]
+        seq_buf[:tok_seq_len[a]] = tok_seq[sa:sa + tok_seq_len[a]]
+        seq_buf[tok_seq_len[a]:n] = tok_seq[sb:sb + tok_seq_len[b]]
+        h = tok_hash[a] * tok_pow[b] + tok_hash[b]
+        t = _find_token(tslots, tok_hash, tok_seq_start, tok_seq_len, tok_seq, h, seq_buf, n)
+        if t < 0:
+            t = n_ids
+            n_ids += 1
+            tok_len[t] = tok_len[a] + tok_len[b]
+            tok_hash[t] = h
+            tok_pow[t] = tok_pow[a] * tok_pow[b]
+            if seq_used + n > len(tok_seq):
+                grown = np.empty(2 * (seq_used + n), dtype=np.int32)
+                grown[:seq_used] = tok_seq[:seq_used]
+                tok_seq = grown
+            tok_seq[seq_used:seq_used + n] = seq_buf[:n]
+            tok_seq_start[t] = seq_used
+            tok_seq_len[t] = n
+            seq_used += n
+            _register_token(tslots, tok_hash, t)
+        if n_merges >= len(merge_left):
+            grown_l = np.empty(2 * len(merge_left), dtype=np.int32)
+            grown_r = np.empty_like(grown_l)
+            grown_n = np.empty_like(grown_l)
+            grown_l[:n_merges] = merge_left[:n_merges]
+            grown_r[:n_merges] = merge_right[:n_merges]
+            grown_n[:n_merges] = merge_new[:n_merges]
+            merge_left, merge_right, merge_new = grown_l, grown_r, grown_n
+        merge_left[n_merges] = a
+        merge_right[n_merges] = b
+        merge_new[n_merges] = t
+        n_merges += 1
+
+        # Rewrite every word that holds (a, b), left to right, non-overlapping, in place.
+        n_touched = 0
+        start = pairs[p, PSTART]
+        n_post = pairs[p, PLEN]
+        for k in range(start, start + n_post):
+            w = np.int64(pool[k])
+            s = w_start[w]
+            m = w_len[w]
+            first = -1
+            for i in range(s, s + m - 1):
+                if sym[i] == a and sym[i + 1] == b:
+                    first = i
+                    break
+            if first < 0:
+                continue  # stale posting
+            f = w_freq[w]
+            out_pos = 0  # position of the next output symbol
+            for i in range(s, first):
+                out_pos += tok_len[sym[i]]
+            o = first
+            r = first
+            end = s + m
+            while r < end:
+                if r + 1 < end and sym[r] == a and sym[r + 1] == b:
+                    if o > s:
+                        x = sym[o - 1]
+                        x_pos = out_pos - tok_len[x]
+                        slots, pairs, n_pairs, pool, pool_used, touched, n_touched = _apply_delta(
+                            slots, pairs, n_pairs, pool, pool_used, touched, n_touched, step,
+                            x, a, -f, w, x_pos, tok_len, max_len)
+                        slots, pairs, n_pairs, pool, pool_used, touched, n_touched = _apply_delta(
+                            slots, pairs, n_pairs, pool, pool_used, touched, n_touched, step,
+                            x, t, f, w, (w << 32) | x_pos, tok_len, max_len)
+                    if r + 2 < end:
+                        y = sym[r + 2]
+                        slots, pairs, n_pairs, pool, pool_used, touched, n_touched = _apply_delta(
+                            slots, pairs, n_pairs, pool, pool_used, touched, n_touched, step,
+                            b, y, -f, w, out_pos, tok_len, max_len)
+                        slots, pairs, n_pairs, pool, pool_used, touched, n_touched = _apply_delta(
+                            slots, pairs, n_pairs, pool, pool_used, touched, n_touched, step,
+                            t, y, f, w, (w << 32) | out_pos, tok_len, max_len)
+                    sym[o] = t
+                    out_pos += tok_len[t]
+                    o += 1
+                    r += 2
+                else:
+                    sym[o] = sym[r]
+                    out_pos += tok_len[sym[r]]
+                    o += 1
+                    r += 1
+            w_len[w] = o - s
+        if first_seen:
+            pairs[p, COUNT] = 0
+        pairs[p, PLEN] = 0  # its postings are spent
+        for k in range(n_touched):
+            q = touched[k]
+            if pairs[q, COUNT] > 0:
+                aux_q = pairs[q, FIRST] if first_seen else pairs[q, KEY]
+                heap, size = _heap_push(heap, size, pairs[q, COUNT], aux_q, q)
+        step += 1
+        progress[0] = n_merges
+    return merge_left[:n_merges].copy(), merge_right[:n_merges].copy(), merge_new[:n_merges].copy(), n_merges, n_ids

@@ -1,0 +1,238 @@
+"""Training and encoding input as a stream of UTF-8 chunks.
+
+A source is an iterable of str (each item one sequence, like HF ``train_from_iterator``) or a
+path / list of paths: ``.txt`` (each line, with its line ending, one sequence, like HF
+``train(files)``), ``.jsonl`` (the "text" field of each record), either optionally ``.gz``.
+Chunks carry many sequences in one uint8 buffer plus their byte ranges, so the corpus is never
+held as Python strings: only the current chunk is in memory.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from ._text import utf8_bytes
+
+DEFAULT_CHUNK_BYTES = 16 << 20
+
+
+@dataclass
+class TextChunk:
+    """One piece of a source: ``docs`` are [start, end) byte ranges of sequences in ``data``."""
+
+    data: np.ndarray  # uint8, valid UTF-8
+    docs: np.ndarray  # int64 (m, 2)
+    consumed: int  # source bytes read so far (for progress), after this chunk
+
+
+def is_path_source(source) -> bool:
+    """A str or PathLike is a path; a list is a list of paths when any item is a PathLike or an
+    existing file (then a missing one raises FileNotFoundError), else a list of sequences."""
+    if isinstance(source, (str, os.PathLike)):
+        return True
+    return isinstance(source, (list, tuple)) and any(
+        isinstance(s, os.PathLike) or (isinstance(s, str) and len(s) < 4096 and os.path.isfile(s)) for s in source
+    )
+
+
+def source_paths(source) -> list[str]:
+    paths = [os.fspath(source)] if isinstance(source, (str, os.PathLike)) else [os.fspath(p) for p in source]
+    for p in paths:
+        if not os.path.isfile(p):
+            raise FileNotFoundError(f"training file not found: {p}")
+    return paths
+
+
+def source_size(source) -> int | None:
+    """Total bytes of a path source (compressed size for .gz), or None for an iterable."""
+    if not is_path_source(source):
+        return None
+    return sum(os.path.getsize(p) for p in source_paths(source))
+
+
+def iter_chunks(
+    source,
+    *,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    special_tokens: Iterable[str] = (),
+    field: str = "text",
+) -> Iterator[TextChunk]:
+    """Yield the source as TextChunks of about ``chunk_bytes`` bytes.
+
+    Occurrences of ``special_tokens`` are cut out of the sequences (they end a sequence and are
+    not part of any piece), so nothing is ever merged across or into a special token.
+
+    >>> [bytes(c.data[s:e]) for c in iter_chunks(["ab<s>c", "d"], special_tokens=["<s>"]) for s, e in c.docs]
+    [b'ab', b'c', b'd']
+    """
+    specials = [s for s in special_tokens if s]
+    cutter = re.compile(b"|".join(re.escape(s.encode("utf-8")) for s in sorted(specials, key=len, reverse=True))) if specials else None
+    if is_path_source(source):
+        raw = _iter_path_chunks(source_paths(source), chunk_bytes, field)
+    elif isinstance(source, (bytes, bytearray)):
+        raise TypeError("source must be an iterable of str or a path (or list of paths), not bytes")
+    else:
+        try:
+            iterator = iter(source)
+        except TypeError:
+            raise TypeError(f"source must be an iterable of str or a path, not {type(source).__name__}") from None
+        raw = _iter_text_chunks(iterator, chunk_bytes)
+    for chunk in raw:
+        if cutter is not None:
+            chunk.docs = _cut_out(chunk.data, chunk.docs, cutter)
+        yield chunk
+
+
+def _iter_text_chunks(items: Iterator, chunk_bytes: int) -> Iterator[TextChunk]:
+    parts: list[bytes] = []
+    size = 0
+    consumed = 0
+    for item in items:
+        if isinstance(item, str):
+            texts = (item,)
+        elif isinstance(item, (list, tuple)):
+            texts = item  # a batch of sequences, as HF accepts
+        else:
+            raise TypeError(f"source items must be str, not {type(item).__name__}")
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"source items must be str, not {type(text).__name__}")
+            b = utf8_bytes(text)
+            parts.append(b)
+            size += len(b)
+            consumed += len(b)
+        if size >= chunk_bytes:
+            yield _chunk_from_parts(parts, consumed)
+            parts, size = [], 0
+    if parts:
+        yield _chunk_from_parts(parts, consumed)
+
+
+def _chunk_from_parts(parts: list[bytes], consumed: int) -> TextChunk:
+    lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
+    ends = np.cumsum(lengths)
+    docs = np.stack([ends - lengths, ends], axis=1)
+    data = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    return TextChunk(data, docs[lengths > 0], consumed)
+
+
+def _open_binary(path: str):
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+def _iter_path_chunks(paths: list[str], chunk_bytes: int, field: str) -> Iterator[TextChunk]:
+    consumed_before = 0
+    for path in paths:
+        inner = path[:-3] if path.endswith(".gz") else path
+        reader = _iter_jsonl_file if inner.endswith(".jsonl") else _iter_text_file
+        for chunk in reader(path, chunk_bytes, field):
+            chunk.consumed += consumed_before
+            yield chunk
+        consumed_before += os.path.getsize(path)
+
+
+def _raw_position(f) -> int:
+    # For .gz report the compressed position, so progress matches the file size on disk.
+    inner = getattr(f, "fileobj", None)
+    return inner.tell() if inner is not None else f.tell()
+
+
+def _validate_utf8(block: bytes, path: str, offset: int) -> None:
+    try:
+        block.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not valid UTF-8 at byte offset {offset + exc.start}") from None
+
+
+def _iter_text_file(path: str, chunk_bytes: int, field: str) -> Iterator[TextChunk]:
+    """Each line with its line ending is one sequence (HF ``train(files)``)."""
+    offset = 0
+    carry = b""
+    try:
+        with _open_binary(path) as f:
+            while True:
+                block = f.read(chunk_bytes)
+                if not block:
+                    break
+                block = carry + block
+                cut = block.rfind(b"\n") + 1
+                if cut == 0:
+                    carry = block
+                    continue
+                block, carry = block[:cut], block[cut:]
+                _validate_utf8(block, path, offset)
+                yield _line_chunk(block, _raw_position(f))
+                offset += len(block)
+            if carry:
+                _validate_utf8(carry, path, offset)
+                yield _line_chunk(carry, _raw_position(f))
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise ValueError(f"{path}: cannot read: {exc}") from None
+
+
+def _line_chunk(block: bytes, consumed: int) -> TextChunk:
+    data = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero(data == 10).astype(np.int64) + 1
+    if len(ends) == 0 or ends[-1] != len(data):
+        ends = np.append(ends, len(data))
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    return TextChunk(data, np.stack([starts, ends], axis=1), consumed)
+
+
+def _iter_jsonl_file(path: str, chunk_bytes: int, field: str) -> Iterator[TextChunk]:
+    """Each record's ``field`` is one sequence."""
+    parts: list[bytes] = []
+    size = 0
+    try:
+        with _open_binary(path) as f:
+            for line_no, line in enumerate(io.BufferedReader(f) if not hasattr(f, "peek") else f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                    raise ValueError(f"{path}: line {line_no} is not a JSON object: {exc}") from None
+                if not isinstance(record, dict) or field not in record:
+                    raise ValueError(f"{path}: line {line_no} has no {field!r} field")
+                text = record[field]
+                if not isinstance(text, str):
+                    raise ValueError(f"{path}: line {line_no}: field {field!r} is not a string")
+                b = utf8_bytes(text)
+                parts.append(b)
+                size += len(b)
+                if size >= chunk_bytes:
+                    yield _chunk_from_parts(parts, _raw_position(f))
+                    parts, size = [], 0
+            if parts:
+                yield _chunk_from_parts(parts, _raw_position(f))
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise ValueError(f"{path}: cannot read: {exc}") from None
+
+
+def _cut_out(data: np.ndarray, docs: np.ndarray, cutter: "re.Pattern[bytes]") -> np.ndarray:
+    """Remove every match of ``cutter`` from the document ranges (a match ends a sequence)."""
+    matches = np.array([m.span() for m in cutter.finditer(data.tobytes())], dtype=np.int64).reshape(-1, 2)
+    if not len(matches):
+        return docs
+    # Cut at every document and match boundary; keep the intervals inside a document and
+    # outside every match.
+    points = np.unique(np.concatenate([docs.ravel(), matches.ravel()]))
+    lo, hi = points[:-1], points[1:]
+    d = np.searchsorted(docs[:, 0], lo, side="right") - 1
+    in_doc = (d >= 0) & (hi <= docs[np.maximum(d, 0), 1])
+    k = np.searchsorted(matches[:, 0], lo, side="right") - 1
+    in_match = (k >= 0) & (lo < matches[np.maximum(k, 0), 1])
+    keep = in_doc & ~in_match & (hi > lo)
+    return np.stack([lo[keep], hi[keep]], axis=1)

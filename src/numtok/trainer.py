@@ -1,0 +1,427 @@
+"""Training a BPE tokenizer: count words, then learn merges with the array engine.
+
+>>> tok = train_bpe(["low lower lowest"] * 3, 260)
+>>> tok.merges[:2]
+[(b'l', b'o'), (b'lo', b'w')]
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from . import _bpe_kernels
+from .patterns import resolve_pattern
+from .pretokenize import split_bytes
+from .progress import Progress
+from .sources import iter_chunks, source_size
+from .words import WordCounter
+
+__all__ = ["train_bpe", "train_bpe_from_counts", "byte_level_order"]
+
+TIE_BREAKS = ("hf", "first-seen")
+ALPHABETS = ("bytes", "observed")
+UNITS = ("bytes", "chars")
+
+
+def byte_level_order() -> np.ndarray:
+    """The 256 bytes in HF ByteLevel id order (their GPT-2 ``bytes_to_unicode`` characters
+    sorted by code point): printable latin-1 first, then 0x00-0x20, 0x7F-0xA0, 0xAD.
+
+    >>> order = byte_level_order(); int(order[0]), int(np.flatnonzero(order == 0x20)[0])
+    (33, 220)
+    """
+    printable = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or 0xAE <= b <= 0xFF]
+    others = [b for b in range(256) if b not in set(printable)]
+    # bytes_to_unicode maps printable bytes to themselves and the others to U+0100.. in order.
+    code_point = {b: b for b in printable} | {b: 0x100 + i for i, b in enumerate(others)}
+    return np.array(sorted(range(256), key=code_point.__getitem__), dtype=np.uint8)
+
+
+def train_bpe(
+    source,
+    vocab_size: int,
+    *,
+    pattern: str = "gpt2",
+    special_tokens: Iterable[str] = (),
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+    tie_break: str = "hf",
+    show_progress: bool | None = None,
+    num_threads: int | None = None,
+    alphabet: str = "bytes",
+    units: str = "bytes",
+    unk_token: str | None = None,
+    end_of_word: str | None = None,
+):
+    """Train a byte-level BPE tokenizer on a corpus.
+
+    Args:
+        source: an iterable of str (each item one sequence, like HF ``train_from_iterator``),
+            or a path / list of paths: ``.txt`` (each line one sequence), ``.jsonl`` (its
+            "text" field), optionally ``.gz``. Read as a stream; only unique words are kept.
+        vocab_size: the final number of tokens, special tokens included.
+        pattern: "gpt2", "r50k", "cl100k", "o200k" or a regex (``regex`` syntax).
+        special_tokens: tokens that take the first ids, in order. Where they occur in the
+            training text they are cut out and never merged into other tokens (HF does not do
+            this: it learns from their characters).
+        min_frequency: stop when the best pair occurs fewer times.
+        max_token_length: learned tokens have at most this many bytes (chars with
+            ``units="chars"``), exactly (HF's limit is one less than asked).
+        tie_break: "hf" = among equal counts the smallest (left id, right id) in HF's id order:
+            merges and ids identical to HF ``BpeTrainer`` with the ByteLevel pre-tokenizer;
+            "first-seen" = the pair whose first occurrence in the corpus comes first (the
+            course notebooks' rule).
+        show_progress: progress bars on stderr (default: when stderr is a terminal).
+        num_threads: threads for word counting (default: all cores, at most 2 are used).
+        alphabet: "bytes" (all 256 bytes) or "observed" (only the symbols seen, sorted).
+        units: "bytes" or "chars" (symbols are Unicode characters; needs alphabet="observed").
+        unk_token: the token for symbols outside the vocabulary at encoding time; it takes an
+            id after the special tokens (and counts in vocab_size).
+        end_of_word: a symbol appended to every word (Sennrich's "</w>"), merged like any
+            other. HF instead glues its ``end_of_word_suffix`` to the last character.
+
+    Returns:
+        A :class:`numtok.Tokenizer` with ``merges`` and ``vocab``.
+
+    Raises:
+        ValueError: vocab_size too small, empty corpus, unknown pattern name, invalid regex,
+            a file that is not UTF-8 (naming the file and byte offset), bad options.
+        FileNotFoundError: a missing input file.
+    """
+    options = _Options.check(vocab_size, pattern, special_tokens, min_frequency, max_token_length,
+                             tie_break, alphabet, units, unk_token, end_of_word)
+    started = time.perf_counter()
+    counter, corpus_bytes = _count_words(source, options, show_progress, num_threads)
+    return _train_from_counter(counter, options, show_progress, started, corpus_bytes)
+
+
+def train_bpe_from_counts(counts: Mapping, vocab_size: int, **options):
+    """Train on pre-counted words: ``{word (str | bytes): count}``. Words are not split again.
+
+    Takes the same options as :func:`train_bpe`; under ``tie_break="first-seen"`` the
+    mapping's order is the corpus order.
+
+    >>> tok = train_bpe_from_counts({"low": 5, "lower": 2, "newest": 6, "widest": 3}, 21,
+    ...     units="chars", alphabet="observed", end_of_word="</w>", tie_break="first-seen")
+    >>> [a.decode() + " " + b.decode() for a, b in tok.merges][:4]
+    ['e s', 'es t', 'est </w>', 'l o']
+    """
+    show_progress = options.pop("show_progress", None)
+    options.pop("num_threads", None)
+    checked = _Options.check(vocab_size, **options)
+    if not isinstance(counts, Mapping):
+        raise TypeError(f"counts must be a mapping {{word: count}}, not {type(counts).__name__}")
+    started = time.perf_counter()
+    words, freqs = [], []
+    for word, count in counts.items():
+        if isinstance(word, str):
+            word = word.encode("utf-8")
+        elif not isinstance(word, (bytes, bytearray)):
+            raise TypeError(f"counts keys must be str or bytes, not {type(word).__name__}")
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+            raise ValueError(f"count of {word!r} must be a non-negative integer, got {count!r}")
+        if word:
+            words.append(bytes(word))
+            freqs.append(int(count))
+    counter = WordCounter(max(16, len(words)))
+    if words:
+        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        ends = np.cumsum(lengths)
+        spans = np.stack([ends - lengths, ends], axis=1)
+        data = np.frombuffer(b"".join(words), dtype=np.uint8)
+        counter._insert(data, spans, np.array(freqs, dtype=np.int64), np.arange(len(words), dtype=np.int64), True, 0)
+    return _train_from_counter(counter, checked, show_progress, started, int(sum(len(w) for w in words)))
+
+
+class _Options:
+    """Validated training options."""
+
+    @classmethod
+    def check(cls, vocab_size, pattern="gpt2", special_tokens=(), min_frequency=0, max_token_length=None,
+              tie_break="hf", alphabet="bytes", units="bytes", unk_token=None, end_of_word=None):
+        self = cls()
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
+            raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
+        self.vocab_size = int(vocab_size)
+        self.pattern_name, self.pattern_string = resolve_pattern(pattern)
+        self.pattern = pattern if self.pattern_name is None else self.pattern_name
+        if isinstance(special_tokens, str):
+            raise TypeError("special_tokens must be a sequence of str, not a str")
+        specials = []
+        for tok in special_tokens:
+            if not isinstance(tok, str) or not tok:
+                raise ValueError(f"special tokens must be non-empty str, got {tok!r}")
+            if tok not in specials:
+                specials.append(tok)
+        if unk_token is not None:
+            if not isinstance(unk_token, str) or not unk_token:
+                raise ValueError(f"unk_token must be a non-empty str, got {unk_token!r}")
+            if unk_token not in specials:
+                specials.append(unk_token)
+        self.special_tokens = specials
+        self.unk_token = unk_token
+        if isinstance(min_frequency, bool) or not isinstance(min_frequency, (int, np.integer)) or min_frequency < 0:
+            raise ValueError(f"min_frequency must be a non-negative int, got {min_frequency!r}")
+        self.min_frequency = int(min_frequency)
+        if max_token_length is not None and (
+            isinstance(max_token_length, bool) or not isinstance(max_token_length, (int, np.integer)) or max_token_length < 1
+        ):
+            raise ValueError(f"max_token_length must be a positive int or None, got {max_token_length!r}")
+        self.max_token_length = max_token_length
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(f"unknown tie_break {tie_break!r}; choose one of {', '.join(TIE_BREAKS)}")
+        self.tie_break = tie_break
+        if alphabet not in ALPHABETS:
+            raise ValueError(f"unknown alphabet {alphabet!r}; choose one of {', '.join(ALPHABETS)}")
+        if units not in UNITS:
+            raise ValueError(f"unknown units {units!r}; choose one of {', '.join(UNITS)}")
+        if units == "chars" and alphabet == "bytes":
+            raise ValueError('units="chars" needs alphabet="observed" (there is no fixed alphabet of characters)')
+        self.alphabet, self.units = alphabet, units
+        if end_of_word is not None and (not isinstance(end_of_word, str) or not end_of_word):
+            raise ValueError(f"end_of_word must be a non-empty str, got {end_of_word!r}")
+        self.end_of_word = end_of_word
+        if alphabet == "bytes":
+            minimum = 256 + len(specials) + (end_of_word is not None)
+            if self.vocab_size < minimum:
+                raise ValueError(
+                    f"vocab_size {self.vocab_size} is too small: the minimum is {minimum} "
+                    f"(256 byte tokens + {len(specials)} special tokens{' + end_of_word' if end_of_word else ''})"
+                )
+        return self
+
+
+def _count_words(source, options: _Options, show_progress, num_threads) -> tuple[WordCounter, int]:
+    """Pre-tokenize and count the corpus on up to two threads (one WordCounter each)."""
+    threads = max(1, min(2, num_threads or os.cpu_count() or 1))
+    counters = [WordCounter() for _ in range(threads)]
+    total = source_size(source)
+    bar = Progress("Counting words", total=total, unit="B", enabled=show_progress)
+    position = 0
+
+    def work(k, data, docs, base):
+        spans = split_bytes(data, docs, options.pattern, num_threads=1)
+        counters[k].add_spans(data, spans, base)
+
+    with ThreadPoolExecutor(threads) as pool:
+        pending = []
+        for chunk in iter_chunks(source, special_tokens=options.special_tokens):
+            for future in pending:  # the previous chunk; reading this one overlapped with it
+                future.result()
+            pending = [pool.submit(work, k, chunk.data, part, position)
+                       for k, part in enumerate(_halves(chunk.docs, threads))]
+            position += len(chunk.data)
+            bar.set(chunk.consumed)
+        for future in pending:
+            future.result()
+    bar.close()
+    for other in counters[1:]:
+        counters[0].merge(other)
+    return counters[0], position
+
+
+def _halves(docs: np.ndarray, parts: int) -> list[np.ndarray]:
+    """Split document ranges into ``parts`` groups of about equal bytes."""
+    if parts == 1 or len(docs) < 2:
+        return [docs]
+    sizes = np.cumsum(docs[:, 1] - docs[:, 0])
+    cuts = np.searchsorted(sizes, sizes[-1] * np.arange(1, parts) / parts)
+    return [d for d in np.split(docs, cuts) if len(d)]
+
+
+def _alphabet(options: _Options, symbols_seen: list[bytes]) -> list[bytes]:
+    """Base symbols (as bytes) in id order, after the special tokens."""
+    if options.units == "bytes":
+        order = byte_level_order()
+        if options.alphabet == "bytes":
+            alphabet = [bytes([b]) for b in order.tolist()]
+        else:
+            seen = {s[0] for s in symbols_seen}
+            alphabet = [bytes([b]) for b in order.tolist() if b in seen]
+    else:
+        alphabet = sorted(symbols_seen, key=lambda s: s.decode("utf-8"))
+    if options.end_of_word is not None:
+        eow = options.end_of_word.encode("utf-8")
+        if eow not in alphabet:
+            alphabet.append(eow)
+            # Sorted as a string among the others, like the course sorts its alphabet.
+            if options.alphabet == "observed":
+                alphabet.sort(key=lambda s: s.decode("utf-8", "replace") if options.units == "chars" else _byte_level_str(s))
+    return alphabet
+
+
+def _byte_level_str(b: bytes) -> str:
+    """A byte string as characters that sort in HF ByteLevel order."""
+    rank = np.argsort(byte_level_order())
+    return "".join(chr(0x10000 + int(rank[x])) for x in b)
+
+
+def _symbolize(counter: WordCounter, options: _Options):
+    """Words as symbol ids: (sym, w_start, w_len, w_freq, alphabet)."""
+    store = counter.store
+    starts, lengths, freqs = counter.starts.copy(), counter.lengths.astype(np.int64), counter.counts.copy()
+    k = len(options.special_tokens)
+    if options.units == "bytes":
+        present = np.bincount(store, minlength=256) > 0
+        seen = [bytes([b]) for b in np.flatnonzero(present).tolist()]
+        alphabet = _alphabet(options, seen)
+        byte_to_id = np.full(256, -1, dtype=np.int32)
+        for i, sym in enumerate(alphabet):
+            if len(sym) == 1:
+                byte_to_id[sym[0]] = k + i
+        sym = byte_to_id[store]
+    else:
+        # Characters: decode the store once; a word's char offset = lead bytes before it.
+        text = store.tobytes().decode("utf-8")
+        code_points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        uniq = np.unique(code_points)
+        seen = [chr(c).encode("utf-8") for c in uniq.tolist()]
+        alphabet = _alphabet(options, seen)
+        char_id = {s: k + i for i, s in enumerate(alphabet)}
+        sym = np.array([char_id[chr(c).encode("utf-8")] for c in uniq.tolist()], dtype=np.int32)[
+            np.searchsorted(uniq, code_points)]
+        lead = np.concatenate([[0], np.cumsum((store & 0xC0) != 0x80)])
+        ends = lead[starts + lengths]
+        starts = lead[starts]
+        lengths = ends - starts
+    if options.end_of_word is not None:
+        # Append one symbol to every word. Words lie back to back in insertion order, so
+        # word i's symbols move right by i and its end-of-word symbol follows them.
+        eow_id = k + alphabet.index(options.end_of_word.encode("utf-8"))
+        shift = np.arange(len(starts), dtype=np.int64)
+        new_sym = np.empty(len(sym) + len(starts), dtype=np.int32)
+        new_sym[np.arange(len(sym)) + np.repeat(shift, lengths)] = sym
+        starts = starts + shift
+        new_sym[starts + lengths] = eow_id
+        sym, lengths = new_sym, lengths + 1
+    return sym.astype(np.int32), starts.astype(np.int64), lengths.astype(np.int32), freqs, alphabet
+
+
+def _train_from_counter(counter: WordCounter, options: _Options, show_progress, started: float, corpus_bytes: int):
+    from .tokenizer import Tokenizer
+
+    merges, token_bytes = _learn(counter, options, show_progress)
+    k = len(options.special_tokens)
+    tokenizer = Tokenizer(
+        {tok: i for i, tok in enumerate(token_bytes) if i >= k},
+        merges=merges,
+        pattern=options.pattern,
+        special_tokens={tok: i for i, tok in enumerate(options.special_tokens)},
+        units=options.units,
+        unk_token=options.unk_token,
+        end_of_word=options.end_of_word,
+    )
+    tokenizer.training_stats = {
+        "corpus_bytes": corpus_bytes,
+        "unique_words": counter.n_words,
+        "merges": len(merges),
+        "seconds": time.perf_counter() - started,
+    }
+    return tokenizer
+
+
+def _learn(counter: WordCounter, options: _Options, show_progress) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
+    """Run the merge engine; returns (merges, token bytes by id: specials, alphabet, merges)."""
+    if counter.n_words == 0:
+        raise ValueError("the corpus is empty: it has no word to learn from")
+    sym, w_start, w_len, w_freq, alphabet = _symbolize(counter, options)
+    specials = options.special_tokens
+    k = len(specials)
+    minimum = k + len(alphabet)
+    if options.vocab_size < minimum:
+        raise ValueError(
+            f"vocab_size {options.vocab_size} is too small: the minimum is {minimum} "
+            f"({len(alphabet)} alphabet symbols + {k} special tokens)"
+        )
+    if options.tie_break == "first-seen":
+        order = np.argsort(counter.firsts, kind="stable")
+        w_start, w_len, w_freq = w_start[order], w_len[order], w_freq[order]
+    keep = w_len >= 2  # a single symbol holds no pair
+    w_start, w_len, w_freq = w_start[keep], w_len[keep].copy(), w_freq[keep]
+
+    # Base tokens: specials (as base-symbol strings where expressible, so a merge that
+    # rebuilds one re-uses its id, as HF does), then the alphabet.
+    symbol_id = {s: k + i for i, s in enumerate(alphabet)}
+    tok_len = np.zeros(minimum, dtype=np.int64)
+    seqs: list[list[int]] = []
+    for tok in specials:
+        seqs.append(_as_symbols(tok, options, symbol_id))
+    for i, s in enumerate(alphabet):
+        seqs.append([k + i])
+        tok_len[k + i] = len(s) if options.units == "bytes" else 1
+    if options.end_of_word is not None and options.units == "chars":
+        tok_len[symbol_id[options.end_of_word.encode("utf-8")]] = 1
+    tok_seq_len = np.array([len(s) for s in seqs], dtype=np.int64)
+    tok_seq = np.array([x for s in seqs for x in s], dtype=np.int32)
+    max_len = options.max_token_length if options.max_token_length is not None else np.iinfo(np.int64).max // 4
+
+    progress = np.zeros(1, dtype=np.int64)
+    result: list = []
+    n_target = options.vocab_size
+    bar = Progress("Merging", total=n_target - minimum, unit="merges", enabled=show_progress)
+
+    def run():
+        try:
+            result.append(_bpe_kernels._bpe_train(
+                sym, w_start, w_len, w_freq, tok_len, tok_seq, tok_seq_len,
+                n_target, options.min_frequency, max_len, options.tie_break == "first-seen", progress))
+        except BaseException as exc:  # surfaced in the caller's thread
+            result.append(exc)
+
+    worker = threading.Thread(target=run, name="numtok-merge", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.1)
+        bar.set(int(progress[0]))
+    bar.set(int(progress[0]))
+    bar.close()
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    left, right, new, n_merges, n_ids = result[0]
+
+    token_bytes: list[bytes] = [tok.encode("utf-8") for tok in specials] + list(alphabet)
+    merges: list[tuple[bytes, bytes]] = []
+    for a, b, t in zip(left.tolist(), right.tolist(), new.tolist()):
+        merged = token_bytes[a] + token_bytes[b]
+        if t == len(token_bytes):
+            token_bytes.append(merged)
+        merges.append((token_bytes[a], token_bytes[b]))
+    return merges, token_bytes
+
+
+def _as_symbols(tok: str, options: _Options, symbol_id: dict) -> list[int]:
+    """A special token as base symbols, or [] when the alphabet cannot spell it."""
+    raw = tok.encode("utf-8")
+    if options.units == "bytes":
+        if options.alphabet == "bytes":
+            # HF compares ByteLevel strings: a special token is rebuilt by merges only if each
+            # of its characters is a ByteLevel character (then its bytes are those chars' bytes).
+            inverse = _byte_level_inverse()
+            if all(c in inverse for c in tok):
+                return [symbol_id[bytes([inverse[c]])] for c in tok]
+            return []
+        parts = [bytes([b]) for b in raw]
+    else:
+        parts = [c.encode("utf-8") for c in tok]
+    if all(p in symbol_id for p in parts):
+        return [symbol_id[p] for p in parts]
+    return []
+
+
+_INVERSE: dict | None = None
+
+
+def _byte_level_inverse() -> dict:
+    """GPT-2's bytes_to_unicode, inverted: ByteLevel character -> byte."""
+    global _INVERSE
+    if _INVERSE is None:
+        printable = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or 0xAE <= b <= 0xFF]
+        others = [b for b in range(256) if b not in set(printable)]
+        _INVERSE = {chr(b): b for b in printable} | {chr(0x100 + i): b for i, b in enumerate(others)}
+    return _INVERSE

@@ -1,0 +1,256 @@
+"""The BPE trainer: identical to HF tokenizers, and to the naive reference, for every option."""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import json
+
+import numpy as np
+import pytest
+import regex
+from hypothesis import given, strategies as st
+
+import numtok
+from numtok.patterns import NAMED_PATTERNS
+from numtok.trainer import byte_level_order
+from numtok.words import WordCounter
+
+from hf_reference import hf_train, numtok_as_hf
+from naive_bpe import pretokenize_naive, train_naive
+
+BYTES = [bytes([b]) for b in byte_level_order().tolist()]
+
+
+def assert_same_as_hf(sequences, vocab_size, **kw):
+    tok = numtok.train_bpe(sequences, vocab_size, **kw)
+    hf_merges, hf_vocab = hf_train(sequences, vocab_size, **kw)
+    merges, vocab = numtok_as_hf(tok)
+    assert merges == hf_merges
+    assert vocab == hf_vocab
+    return tok
+
+
+# -- identical to HF tokenizers ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("vocab_size", [257, 300, 1000, 3000])
+@pytest.mark.parametrize("min_frequency", [0, 2, 7])
+def test_real_text_matches_hf(sample_lines, vocab_size, min_frequency):
+    assert_same_as_hf(sample_lines, vocab_size, min_frequency=min_frequency)
+
+
+def test_special_tokens_take_first_ids_like_hf(sample_lines):
+    tok = assert_same_as_hf(sample_lines[:2000], 800, special_tokens=["<|endoftext|>", "<pad>"])
+    assert tok.vocab[b"<|endoftext|>"] == 0 and tok.vocab[b"<pad>"] == 1
+
+
+def test_files_read_line_by_line_like_hf(tmp_path, sample_text):
+    path = tmp_path / "corpus.txt"
+    path.write_text(sample_text[:120_000] + "\n\n  trailing spaces  \r\nlast line without newline", encoding="utf-8")
+    tok = numtok.train_bpe(str(path), 1200)
+    hf_merges, hf_vocab = hf_train(None, 1200, files=[str(path)])
+    assert numtok_as_hf(tok) == (hf_merges, hf_vocab)
+
+
+@pytest.mark.parametrize(
+    "sequences",
+    [
+        ["aaaa"],
+        ["aaaaaaaaaaaaaaaaaaaaaaaaa", "aaa aaaa", ""],
+        ["", "", ""] + ["ab"] * 3,
+        ["abababab ba ba", "bbbbbbb aaaa"],
+        ["日本語のテキスト、日本語のテキスト", "😀😀😀 🎉🎉"],
+        ["\n\n\n", "  \t  \r\n\r\n", "x" * 300],
+    ],
+)
+def test_runs_and_empty_documents_match_hf(sequences):
+    assert_same_as_hf(sequences, 400)
+
+
+@st.composite
+def small_corpora(draw):
+    alphabet = draw(st.sampled_from(["a", "ab", "aab", "aaaab", "xyz ", "ab \n", "aé日 ", "\u00e9\u0301a"]))
+    words = st.text(alphabet=alphabet, min_size=0, max_size=30)
+    return draw(st.lists(words, min_size=1, max_size=25))
+
+
+@given(small_corpora(), st.integers(257, 330), st.sampled_from([0, 1, 2, 3]))
+def test_random_corpora_match_hf(sequences, vocab_size, min_frequency):
+    if not any(sequences):
+        with pytest.raises(ValueError, match="empty"):
+            numtok.train_bpe(sequences, vocab_size)
+        return
+    assert_same_as_hf(sequences, vocab_size, min_frequency=min_frequency)
+
+
+# -- identical to the naive reference (options HF does not have, or has differently) --------------
+
+
+def naive_for(sequences, vocab_size, pattern="gpt2", **kw):
+    counts = pretokenize_naive(sequences, NAMED_PATTERNS.get(pattern, pattern))
+    return train_naive(counts, BYTES, vocab_size, **kw)
+
+
+@given(small_corpora(), st.integers(257, 320), st.sampled_from(["hf", "first-seen"]), st.sampled_from([None, 2, 3, 5]))
+def test_engine_matches_naive(sequences, vocab_size, tie_break, max_token_length):
+    if not any(sequences):
+        return
+    tok = numtok.train_bpe(sequences, vocab_size, tie_break=tie_break, max_token_length=max_token_length)
+    merges, vocab = naive_for(sequences, vocab_size, tie_break=tie_break, max_token_length=max_token_length)
+    assert tok.merges == merges
+    assert {b: i for b, i in tok.vocab.items()} == vocab
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "r50k", "cl100k", "o200k", r"\S+|\s+"])
+def test_patterns_match_naive(sample_lines, pattern):
+    lines = sample_lines[:1500]
+    tok = numtok.train_bpe(lines, 600, pattern=pattern)
+    merges, _ = naive_for(lines, 600, pattern=pattern)
+    assert tok.merges == merges
+
+
+@pytest.mark.parametrize("max_token_length", [1, 2, 3, 4, 8])
+def test_max_token_length_is_exact(sample_lines, max_token_length):
+    tok = numtok.train_bpe(sample_lines[:800], 700, max_token_length=max_token_length)
+    longest = max(len(b) for b in tok.vocab)
+    assert longest <= max(1, max_token_length)
+    if max_token_length > 1:
+        assert longest == max_token_length
+    merges, _ = naive_for(sample_lines[:800], 700, max_token_length=max_token_length)
+    assert tok.merges == merges
+
+
+def test_first_seen_follows_corpus_order():
+    # (c,d) and (a,b) tie at 2; "cd" appears first in the corpus, so first-seen merges it first,
+    # while HF takes the smaller ids (a, b).
+    tok = numtok.train_bpe(["cd ab", "ab cd"], 257, tie_break="first-seen")
+    assert tok.merges == [(b"c", b"d")]
+    tok = numtok.train_bpe(["cd ab", "ab cd"], 257)
+    assert tok.merges == [(b"a", b"b")]
+
+
+def test_counts_are_64_bit():
+    # 3e9 > 2**31: HF's i32 pair counts would wrap and drop this pair; ours must not.
+    big = 3_000_000_000
+    tok = numtok.train_bpe_from_counts({"ab": big, "cd": 5, "ce": 5}, 257)
+    assert tok.merges == [(b"a", b"b")]
+    tok = numtok.train_bpe_from_counts({"ab": big, "cd": big + 1}, 257)
+    assert tok.merges == [(b"c", b"d")]
+
+
+def test_from_counts_equals_training_on_the_words():
+    words = {"Ġhello": 3, "hello": 2, "world": 7, " wor": 1}
+    tok = numtok.train_bpe_from_counts(words, 270)
+    merges, vocab = train_naive(words, BYTES, 270)
+    assert tok.merges == merges
+
+
+def test_special_tokens_in_text_are_cut_out_and_never_merged():
+    text = ["<|endoftext|>hello<|endoftext|>hello<|endoftext|>"] * 50
+    tok = numtok.train_bpe(text, 290, special_tokens=["<|endoftext|>"])
+    for a, b in tok.merges:
+        assert b"<|" not in a + b and b"|>" not in a + b and b"endoftext" not in a + b
+    assert (b"hel", b"lo") in tok.merges or (b"h", b"ello") in tok.merges or any(a + b == b"hello" for a, b in tok.merges)
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+
+
+def test_txt_jsonl_and_gzip_sources_agree(tmp_path, sample_lines):
+    lines = sample_lines[:600]
+    txt = tmp_path / "a.txt"
+    txt.write_text("".join(lines), encoding="utf-8")
+    gz = tmp_path / "a.txt.gz"
+    gz.write_bytes(gzip.compress(txt.read_bytes()))
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": line, "id": i}) + "\n" for i, line in enumerate(lines)), encoding="utf-8")
+    jgz = tmp_path / "a.jsonl.gz"
+    jgz.write_bytes(gzip.compress(jsonl.read_bytes()))
+    expected = numtok.train_bpe(lines, 500).merges
+    for source in (str(txt), str(gz), str(jsonl), str(jgz), [str(txt)], [txt]):
+        assert numtok.train_bpe(source, 500).merges == expected
+    half = len(lines) // 2
+    (tmp_path / "b.txt").write_text("".join(lines[:half]), encoding="utf-8")
+    (tmp_path / "c.txt").write_text("".join(lines[half:]), encoding="utf-8")
+    assert numtok.train_bpe([str(tmp_path / "b.txt"), str(tmp_path / "c.txt")], 500).merges == expected
+
+
+def test_chunked_two_thread_counting_is_exact(sample_text):
+    from numtok import trainer
+
+    opts = trainer._Options.check(300)
+    lines = sample_text.splitlines(keepends=True)
+    counter, _ = trainer._count_words(lines, opts, False, 2)
+    expected = pretokenize_naive(lines, NAMED_PATTERNS["gpt2"])
+    got = dict(zip(counter.word_list(), counter.counts.tolist()))
+    assert got == expected
+
+
+def test_word_counter_against_counter():
+    rng = np.random.default_rng(0)
+    data = rng.integers(97, 100, size=20_000).astype(np.uint8)
+    cuts = np.sort(rng.choice(np.arange(1, len(data)), size=5000, replace=False))
+    bounds = np.concatenate([[0], cuts, [len(data)]])
+    spans = np.stack([bounds[:-1], bounds[1:]], axis=1)
+    wc = WordCounter(capacity=4)  # forces many grow/rehash rounds
+    wc.add_spans(data, spans, 0)
+    other = WordCounter(capacity=4)
+    other.add_spans(data, spans[::2], 10**9)
+    wc.merge(other)
+    raw = data.tobytes()
+    expected = collections.Counter(raw[s:e] for s, e in spans.tolist())
+    expected.update(raw[s:e] for s, e in spans[::2].tolist())
+    assert dict(zip(wc.word_list(), wc.counts.tolist())) == dict(expected)
+    expected_first: dict[bytes, int] = {}
+    for s, e in spans.tolist():
+        expected_first.setdefault(raw[s:e], s)
+    assert dict(zip(wc.word_list(), wc.firsts.tolist())) == expected_first
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+
+def test_vocab_too_small_names_the_minimum():
+    with pytest.raises(ValueError, match="minimum is 258"):
+        numtok.train_bpe(["abc"], 257, special_tokens=["<a>", "<b>"])
+
+
+def test_empty_corpus():
+    with pytest.raises(ValueError, match="empty"):
+        numtok.train_bpe([], 300)
+    with pytest.raises(ValueError, match="empty"):
+        numtok.train_bpe(["", ""], 300)
+
+
+def test_unknown_pattern_lists_known_names():
+    with pytest.raises(ValueError, match="gpt2, r50k, cl100k, o200k"):
+        numtok.train_bpe(["abc"], 300, pattern="cl200k")
+
+
+def test_invalid_regex_carries_the_error():
+    with pytest.raises(ValueError, match="invalid pattern regex.*missing \\)"):
+        numtok.train_bpe(["abc"], 300, pattern=r"(\w+")
+
+
+def test_non_utf8_file_names_file_and_offset(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"hello\nworld \xff\xfe\n")
+    with pytest.raises(ValueError, match=r"bad\.txt: not valid UTF-8 at byte offset 12"):
+        numtok.train_bpe(str(path), 300)
+
+
+def test_missing_file():
+    with pytest.raises(FileNotFoundError, match="no/such/file.txt"):
+        numtok.train_bpe("no/such/file.txt", 300)
+
+
+def test_bad_options():
+    with pytest.raises(ValueError, match="tie_break"):
+        numtok.train_bpe(["a"], 300, tie_break="random")
+    with pytest.raises(ValueError, match="min_frequency"):
+        numtok.train_bpe(["a"], 300, min_frequency=-1)
+    with pytest.raises(TypeError, match="vocab_size"):
+        numtok.train_bpe(["a"], "300")
+    with pytest.raises(TypeError, match="str"):
+        numtok.train_bpe([b"bytes"], 300)
