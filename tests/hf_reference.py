@@ -44,9 +44,6 @@ def hf_train(sequences, vocab_size, *, special_tokens=(), min_frequency=0, files
 def numtok_as_hf(tok):
     """numtok's merges and vocab in HF's ByteLevel string form."""
     merges = [(to_byte_level(a), to_byte_level(b)) for a, b in tok.merges]
-    specials = set(tok.special_tokens)
-    vocab = {}
-    for b, i in tok.vocab.items():
-        s = b.decode("utf-8")
-        vocab[s if s in specials and tok.special_tokens[s] == i else to_byte_level(b)] = i
+    special_ids = {i: s for s, i in tok.special_tokens.items()}
+    vocab = {special_ids[i] if i in special_ids else to_byte_level(b): i for b, i in tok.vocab.items()}
     return merges, vocab

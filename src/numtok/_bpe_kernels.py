@@ -31,6 +31,8 @@ from numba import njit
 # Columns of a pair row.
 KEY, COUNT, PSTART, PLEN, PCAP, FIRST, STAMP, LASTW = 0, 1, 2, 3, 4, 5, 6, 7
 NCOL = 8
+# Slots of the small state vector shared by the merge-step helpers.
+N_PAIRS, POOL_USED, N_TOUCHED = 0, 1, 2
 NO_POSITION = np.int64(0x7FFFFFFFFFFFFFFF)
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 _POLY = np.uint64(0x100000001B3)
@@ -72,13 +74,7 @@ def _rehash_pairs(pairs, n_pairs, size):
 
 @njit(cache=True, nogil=True)
 def _new_pair(slots, pairs, n_pairs, key):
-    """Insert a key that is not in the table; returns (row, slots, pairs, n_pairs)."""
-    if n_pairs >= len(pairs):
-        grown = np.zeros((2 * len(pairs), NCOL), dtype=np.int64)
-        grown[:n_pairs] = pairs[:n_pairs]
-        pairs = grown
-    if 2 * (n_pairs + 1) > len(slots):
-        slots = _rehash_pairs(pairs, n_pairs, 2 * len(slots))
+    """Insert a key that is not in the table (capacity is ensured by the caller); returns its row."""
     mask = len(slots) - 1
     s = _mix(key, mask)
     while slots[s] >= 0:
@@ -92,30 +88,52 @@ def _new_pair(slots, pairs, n_pairs, key):
     pairs[n_pairs, FIRST] = NO_POSITION
     pairs[n_pairs, STAMP] = -1
     pairs[n_pairs, LASTW] = -1
-    return n_pairs, slots, pairs, n_pairs + 1
+    return n_pairs
 
 
 @njit(cache=True, nogil=True)
-def _append_posting(pairs, p, w, pool, pool_used):
-    """Add word w to pair p's postings (once per run of appends); returns (pool, pool_used)."""
+def _reserve_pairs(slots, pairs, n_pairs, extra):
+    """Room for ``extra`` more pairs at load factor <= 1/2; returns (slots, pairs)."""
+    need = n_pairs + extra
+    if need > len(pairs):
+        grown = np.zeros((max(need, 2 * len(pairs)), NCOL), dtype=np.int64)
+        grown[:n_pairs] = pairs[:n_pairs]
+        pairs = grown
+    if 2 * need > len(slots):
+        size = len(slots)
+        while 2 * need > size:
+            size *= 2
+        slots = _rehash_pairs(pairs, n_pairs, size)
+    return slots, pairs
+
+
+@njit(cache=True, nogil=True)
+def _append_posting(pairs, p, w, pool, st):
+    """Add word w to pair p's postings, once per run of appends to the same word. A full list
+    moves to the end of the pool with twice the room (capacity is ensured by the caller)."""
     if pairs[p, LASTW] == w:
-        return pool, pool_used
+        return
     pairs[p, LASTW] = w
     n = pairs[p, PLEN]
     if n == pairs[p, PCAP]:
         cap = max(4, 2 * n)
-        if pool_used + cap > len(pool):
-            grown = np.empty(max(2 * len(pool), pool_used + cap), dtype=np.int32)
-            grown[:pool_used] = pool[:pool_used]
-            pool = grown
+        used = st[POOL_USED]
         start = pairs[p, PSTART]
-        pool[pool_used:pool_used + n] = pool[start:start + n]
-        pairs[p, PSTART] = pool_used
+        pool[used:used + n] = pool[start:start + n]
+        pairs[p, PSTART] = used
         pairs[p, PCAP] = cap
-        pool_used += cap
+        st[POOL_USED] = used + cap
     pool[pairs[p, PSTART] + n] = w
     pairs[p, PLEN] = n + 1
-    return pool, pool_used
+
+
+@njit(cache=True, nogil=True)
+def _reserve_pool(pool, used, extra):
+    if used + extra > len(pool):
+        grown = np.empty(max(used + extra, 2 * len(pool)), dtype=np.int32)
+        grown[:used] = pool[:used]
+        pool = grown
+    return pool
 
 
 # ----------------------------------------------------------------------------------------------
@@ -196,7 +214,9 @@ def _count_all_pairs(sym, w_start, w_len, w_freq, tok_len, max_len):
             key = (np.int64(a) << 32) | np.int64(b)
             p = _find_pair(slots, pairs, key)
             if p < 0:
-                p, slots, pairs, n_pairs = _new_pair(slots, pairs, n_pairs, key)
+                slots, pairs = _reserve_pairs(slots, pairs, n_pairs, 1)
+                p = _new_pair(slots, pairs, n_pairs, key)
+                n_pairs += 1
             pairs[p, COUNT] += w_freq[w]
             if pairs[p, LASTW] != w:
                 pairs[p, LASTW] = w
@@ -283,29 +303,24 @@ def _register_token(tslots, tok_hash, t):
 
 
 @njit(cache=True, nogil=True)
-def _apply_delta(slots, pairs, n_pairs, pool, pool_used, touched, n_touched, step,
-                 x, y, d, w, position, tok_len, max_len):
+def _apply_delta(slots, pairs, pool, touched, st, step, x, y, d, w, position, tok_len, max_len):
     """count(x, y) += d; on a gain, add word w to its postings and mark it touched this step."""
     if tok_len[x] + tok_len[y] > max_len:
-        return slots, pairs, n_pairs, pool, pool_used, touched, n_touched
+        return
     key = (np.int64(x) << 32) | np.int64(y)
     p = _find_pair(slots, pairs, key)
     if p < 0:
-        p, slots, pairs, n_pairs = _new_pair(slots, pairs, n_pairs, key)
+        p = _new_pair(slots, pairs, st[N_PAIRS], key)
+        st[N_PAIRS] += 1
     pairs[p, COUNT] += d
     if d > 0:
-        pool, pool_used = _append_posting(pairs, p, w, pool, pool_used)
+        _append_posting(pairs, p, w, pool, st)
         if position < pairs[p, FIRST]:
             pairs[p, FIRST] = position
         if pairs[p, STAMP] != step:
             pairs[p, STAMP] = step
-            if n_touched >= len(touched):
-                grown = np.empty(2 * len(touched), dtype=np.int64)
-                grown[:n_touched] = touched[:n_touched]
-                touched = grown
-            touched[n_touched] = p
-            n_touched += 1
-    return slots, pairs, n_pairs, pool, pool_used, touched, n_touched
+            touched[st[N_TOUCHED]] = p
+            st[N_TOUCHED] += 1
 
 
 @njit(cache=True, nogil=True)
@@ -316,7 +331,8 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
     Ids 0..len(tok_len_base)-1 exist at the start (special tokens, then the alphabet, in the
     order that breaks ties); base symbol sequences (tok_seq_*) say which strings they are,
     so a merge that rebuilds an existing string re-uses its id. ``progress[0]`` is updated
-    with the number of merges done (read by another thread for the progress bar).
+    with the number of merges done (read by another thread for the progress bar); [1] counts
+    postings visited, [2] words rewritten, [3] heap pops, [4] pairs pushed (for benchmarks).
 
     Returns (merge_left, merge_right, merge_new, n_merges, n_ids).
     """
@@ -350,6 +366,9 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
             _register_token(tslots, tok_hash, t)
 
     slots, pairs, n_pairs, pool, pool_used = _count_all_pairs(sym, w_start, w_len, w_freq, tok_len, max_len)
+    st = np.zeros(3, dtype=np.int64)
+    st[N_PAIRS] = n_pairs
+    st[POOL_USED] = pool_used
     if first_seen:
         for p in range(n_pairs):
             pairs[p, FIRST] = _first_occurrence(sym, w_start, w_len, tok_len, pairs, p, pool)
@@ -374,6 +393,7 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
         p = heap[0, 2]
         size = _heap_pop(heap, size)
         current = pairs[p, COUNT]
+        progress[3] += 1
         if count != current:
             # Stale: re-queue with the current count (HF's lazy refresh).
             if current > 0 or not first_seen:
@@ -430,10 +450,28 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
         merge_new[n_merges] = t
         n_merges += 1
 
-        # Rewrite every word that holds (a, b), left to right, non-overlapping, in place.
-        n_touched = 0
+        # Reserve room for this step's growth once, so the per-occurrence helpers below never
+        # reallocate: each occurrence adds at most 2 pairs, 2 postings and 2 touched entries.
         start = pairs[p, PSTART]
         n_post = pairs[p, PLEN]
+        bound = 0
+        for k in range(start, start + n_post):
+            bound += w_len[pool[k]]
+        slots, pairs = _reserve_pairs(slots, pairs, st[N_PAIRS], bound)
+        # A list that fills up moves with twice its length: new lists start empty, so this
+        # step needs at most 2 * (4 + appends) per pair; a re-used id may also grow old lists.
+        pool_extra = 6 * bound + 64 if t >= n_ids - 1 and t >= n_base else 2 * st[POOL_USED] + 6 * bound + 64
+        pool = _reserve_pool(pool, st[POOL_USED], pool_extra)
+        if len(touched) < bound + 1:
+            touched = np.empty(2 * bound + 1, dtype=np.int64)
+        if len(heap) < size + bound + 1:
+            grown_h = np.empty((2 * (size + bound + 1), 3), dtype=np.int64)
+            grown_h[:size] = heap[:size]
+            heap = grown_h
+        st[N_TOUCHED] = 0
+
+        # Rewrite every word that holds (a, b), left to right, non-overlapping, in place.
+        progress[1] += n_post
         for k in range(start, start + n_post):
             w = np.int64(pool[k])
             s = w_start[w]
@@ -445,6 +483,7 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                     break
             if first < 0:
                 continue  # stale posting
+            progress[2] += 1
             f = w_freq[w]
             out_pos = 0  # position of the next output symbol
             for i in range(s, first):
@@ -457,20 +496,14 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                     if o > s:
                         x = sym[o - 1]
                         x_pos = out_pos - tok_len[x]
-                        slots, pairs, n_pairs, pool, pool_used, touched, n_touched = _apply_delta(
-                            slots, pairs, n_pairs, pool, pool_used, touched, n_touched, step,
-                            x, a, -f, w, x_pos, tok_len, max_len)
-                        slots, pairs, n_pairs, pool, pool_used, touched, n_touched = _apply_delta(
-                            slots, pairs, n_pairs, pool, pool_used, touched, n_touched, step,
-                            x, t, f, w, (w << 32) | x_pos, tok_len, max_len)
+                        _apply_delta(slots, pairs, pool, touched, st, step, x, a, -f, w, x_pos, tok_len, max_len)
+                        _apply_delta(slots, pairs, pool, touched, st, step, x, t, f, w, (w << 32) | x_pos,
+                                     tok_len, max_len)
                     if r + 2 < end:
                         y = sym[r + 2]
-                        slots, pairs, n_pairs, pool, pool_used, touched, n_touched = _apply_delta(
-                            slots, pairs, n_pairs, pool, pool_used, touched, n_touched, step,
-                            b, y, -f, w, out_pos, tok_len, max_len)
-                        slots, pairs, n_pairs, pool, pool_used, touched, n_touched = _apply_delta(
-                            slots, pairs, n_pairs, pool, pool_used, touched, n_touched, step,
-                            t, y, f, w, (w << 32) | out_pos, tok_len, max_len)
+                        _apply_delta(slots, pairs, pool, touched, st, step, b, y, -f, w, out_pos, tok_len, max_len)
+                        _apply_delta(slots, pairs, pool, touched, st, step, t, y, f, w, (w << 32) | out_pos,
+                                     tok_len, max_len)
                     sym[o] = t
                     out_pos += tok_len[t]
                     o += 1
@@ -484,7 +517,8 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
         if first_seen:
             pairs[p, COUNT] = 0
         pairs[p, PLEN] = 0  # its postings are spent
-        for k in range(n_touched):
+        progress[4] += st[N_TOUCHED]
+        for k in range(st[N_TOUCHED]):
             q = touched[k]
             if pairs[q, COUNT] > 0:
                 aux_q = pairs[q, FIRST] if first_seen else pairs[q, KEY]

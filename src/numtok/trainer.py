@@ -361,7 +361,7 @@ def _learn(counter: WordCounter, options: _Options, show_progress) -> tuple[list
     tok_seq = np.array([x for s in seqs for x in s], dtype=np.int32)
     max_len = options.max_token_length if options.max_token_length is not None else np.iinfo(np.int64).max // 4
 
-    progress = np.zeros(1, dtype=np.int64)
+    progress = np.zeros(5, dtype=np.int64)
     result: list = []
     n_target = options.vocab_size
     bar = Progress("Merging", total=n_target - minimum, unit="merges", enabled=show_progress)
@@ -384,6 +384,7 @@ def _learn(counter: WordCounter, options: _Options, show_progress) -> tuple[list
     if isinstance(result[0], BaseException):
         raise result[0]
     left, right, new, n_merges, n_ids = result[0]
+    _learn.last_counters = dict(zip(("merges", "postings", "rewrites", "pops", "pushes"), progress.tolist()))
 
     token_bytes: list[bytes] = [tok.encode("utf-8") for tok in specials] + list(alphabet)
     merges: list[tuple[bytes, bytes]] = []

@@ -10,35 +10,48 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
+# A table row: the key, the word's index, its count and its first position. Words of up to 7
+# bytes are their own key (bytes packed little-endian, length in the top byte), so the common
+# lookup touches one 32-byte row and nothing else; longer words are keyed by a hash with the top
+# byte 0xFF and checked byte by byte against the store.
+KEY, WORD, COUNT, FIRST = 0, 1, 2, 3
+_LONG_TAG = np.uint64(0xFF) << np.uint64(56)
+_LOW56 = (np.uint64(1) << np.uint64(56)) - np.uint64(1)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _hash_bytes(data, start, end):
+def _word_key(data, start, end):
+    n = end - start
+    if n <= 7:
+        k = np.uint64(n) << np.uint64(56)
+        for i in range(n):
+            k |= np.uint64(data[start + i]) << np.uint64(8 * i)
+        return np.int64(k)
     h = np.uint64(0xCBF29CE484222325)
     for i in range(start, end):
         h = (h ^ np.uint64(data[i])) * np.uint64(0x100000001B3)
-    # Finalizer so the low bits (the slot) depend on every byte.
-    h ^= h >> np.uint64(33)
-    h *= np.uint64(0xFF51AFD7ED558CCD)
-    h ^= h >> np.uint64(33)
-    return h
+    h ^= h >> np.uint64(29)
+    return np.int64((h & _LOW56) | _LONG_TAG)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _slot_of(key, mask):
+    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+    return np.int64((h >> np.uint64(32)) & np.uint64(mask))
 
 
 @njit(cache=True, nogil=True)
-def _insert_words(data, spans, counts, firsts, weighted, base_pos, begin,
-                  slots, w_hash, w_start, w_len, w_count, w_first, store, sizes):
+def _insert_words(data, spans, counts, firsts, weighted, base_pos, begin, table, w_start, w_len, store, sizes):
     """Count spans[begin:] of ``data`` into the table; stop early when it must grow.
 
     ``sizes`` = [n_words, store_used]. Unweighted spans count 1 and are first seen at
     base_pos + start; weighted ones (merging another table) carry counts/firsts.
     Returns the index of the first span not inserted (len(spans) when done).
     """
-    mask = np.uint64(len(slots) - 1)
+    mask = len(table) - 1
     n_words = sizes[0]
     used = sizes[1]
-    max_words = min(len(w_hash), len(slots) // 2)
+    max_words = min(len(w_start), len(table) // 2)
     for i in range(begin, len(spans)):
         s = spans[i, 0]
         e = spans[i, 1]
@@ -49,48 +62,52 @@ def _insert_words(data, spans, counts, firsts, weighted, base_pos, begin,
             return i
         c = counts[i] if weighted else 1
         f = firsts[i] if weighted else base_pos + s
-        h = _hash_bytes(data, s, e)
-        slot = h & mask
+        key = _word_key(data, s, e)
+        slot = _slot_of(key, mask)
         while True:
-            w = slots[slot]
+            w = table[slot, WORD]
             if w < 0:
-                slots[slot] = n_words
-                w_hash[n_words] = h
+                table[slot, KEY] = key
+                table[slot, WORD] = n_words
+                table[slot, COUNT] = c
+                table[slot, FIRST] = f
                 w_start[n_words] = used
                 w_len[n_words] = n
-                w_count[n_words] = c
-                w_first[n_words] = f
                 store[used:used + n] = data[s:e]
                 used += n
                 n_words += 1
                 break
-            if w_hash[w] == h and w_len[w] == n:
-                ws = w_start[w]
+            if table[slot, KEY] == key:
                 same = True
-                for k in range(n):
-                    if store[ws + k] != data[s + k]:
+                if n > 7:
+                    ws = w_start[w]
+                    if w_len[w] != n:
                         same = False
-                        break
+                    else:
+                        for k in range(n):
+                            if store[ws + k] != data[s + k]:
+                                same = False
+                                break
                 if same:
-                    w_count[w] += c
-                    if f < w_first[w]:
-                        w_first[w] = f
+                    table[slot, COUNT] += c
+                    if f < table[slot, FIRST]:
+                        table[slot, FIRST] = f
                     break
-            slot = (slot + np.uint64(1)) & mask
+            slot = (slot + 1) & mask
     sizes[0] = n_words
     sizes[1] = used
     return len(spans)
 
 
 @njit(cache=True, nogil=True)
-def _rehash(slots, w_hash, n_words):
-    mask = np.uint64(len(slots) - 1)
-    slots[:] = -1
-    for w in range(n_words):
-        slot = w_hash[w] & mask
-        while slots[slot] >= 0:
-            slot = (slot + np.uint64(1)) & mask
-        slots[slot] = w
+def _rehash(old, new):
+    mask = len(new) - 1
+    for r in range(len(old)):
+        if old[r, WORD] >= 0:
+            slot = _slot_of(old[r, KEY], mask)
+            while new[slot, WORD] >= 0:
+                slot = (slot + 1) & mask
+            new[slot, :] = old[r, :]
 
 
 class WordCounter:
@@ -105,15 +122,19 @@ class WordCounter:
     """
 
     def __init__(self, capacity: int = 1 << 14):
-        self._slots = np.full(2 * capacity, -1, dtype=np.int32)
-        self._hash = np.zeros(capacity, dtype=np.uint64)
+        capacity = 1 << max(4, int(capacity - 1).bit_length())
+        self._table = self._empty_table(2 * capacity)
         self._start = np.zeros(capacity, dtype=np.int64)
         self._len = np.zeros(capacity, dtype=np.int32)
-        self._count = np.zeros(capacity, dtype=np.int64)
-        self._first = np.zeros(capacity, dtype=np.int64)
         self._store = np.zeros(capacity * 8, dtype=np.uint8)
         self._sizes = np.zeros(2, dtype=np.int64)
         self._empty64 = np.zeros(0, dtype=np.int64)
+
+    @staticmethod
+    def _empty_table(rows: int) -> np.ndarray:
+        table = np.zeros((rows, 4), dtype=np.int64)
+        table[:, WORD] = -1
+        return table
 
     @property
     def n_words(self) -> int:
@@ -127,30 +148,30 @@ class WordCounter:
         """Add another counter's words (counts summed, earliest first position kept)."""
         n = other.n_words
         spans = np.stack([other._start[:n], other._start[:n] + other._len[:n]], axis=1)
-        self._insert(other._store, spans, other._count[:n], other._first[:n], True, 0)
+        self._insert(other._store, spans, other.counts, other.firsts, True, 0)
 
     def _insert(self, data, spans, counts, firsts, weighted, base_pos):
         spans = np.ascontiguousarray(spans, dtype=np.int64)
         begin = 0
         while True:
             begin = _insert_words(data, spans, counts, firsts, weighted, base_pos, begin,
-                                  self._slots, self._hash, self._start, self._len, self._count,
-                                  self._first, self._store, self._sizes)
+                                  self._table, self._start, self._len, self._store, self._sizes)
             if begin >= len(spans):
                 return
             self._grow(int(spans[begin, 1] - spans[begin, 0]))
 
     def _grow(self, need_bytes: int) -> None:
         n = self.n_words
-        if n >= min(len(self._hash), len(self._slots) // 2):
-            cap = 2 * len(self._hash)
-            for name in ("_hash", "_start", "_len", "_count", "_first"):
+        if n >= min(len(self._start), len(self._table) // 2):
+            cap = 2 * len(self._start)
+            for name in ("_start", "_len"):
                 old = getattr(self, name)
                 new = np.zeros(cap, dtype=old.dtype)
                 new[:n] = old[:n]
                 setattr(self, name, new)
-            self._slots = np.empty(2 * cap, dtype=np.int32)
-            _rehash(self._slots, self._hash, n)
+            table = self._empty_table(2 * cap)
+            _rehash(self._table, table)
+            self._table = table
         used = int(self._sizes[1])
         if used + need_bytes > len(self._store):
             new = np.zeros(max(2 * len(self._store), used + need_bytes), dtype=np.uint8)
@@ -158,13 +179,19 @@ class WordCounter:
             self._store = new
 
     # Results, trimmed to the live words.
+    def _column(self, column: int) -> np.ndarray:
+        rows = self._table[self._table[:, WORD] >= 0]
+        out = np.empty(self.n_words, dtype=np.int64)
+        out[rows[:, WORD]] = rows[:, column]
+        return out
+
     @property
     def counts(self) -> np.ndarray:
-        return self._count[: self.n_words]
+        return self._column(COUNT)
 
     @property
     def firsts(self) -> np.ndarray:
-        return self._first[: self.n_words]
+        return self._column(FIRST)
 
     @property
     def lengths(self) -> np.ndarray:
