@@ -1,8 +1,8 @@
 """Numba kernels of the BPE trainer (private: ``trainer.py`` is the API).
 
 Data model
-    Words: ``sym`` (int32, all unique words' symbol ids in one flat buffer), ``w_start``,
-    ``w_len`` (live length, shrinks as merges rewrite the word in place) and ``w_freq`` (int64).
+    Words: ``sym`` (int32, all unique words' symbol ids in one flat buffer) and ``words``
+    (int64[n, 4]: start, live length that shrinks as merges rewrite the word in place, freq).
     Pairs: an open-addressing table from the packed key ``left << 32 | right`` to a row of
     ``pairs`` (int64[n, 8], one cache line per pair: key, count, postings start/len/capacity,
     first occurrence, last merge step that touched it, last word appended to its postings).
@@ -28,11 +28,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+# Columns of a word row (start in sym, live length, frequency): one row per word, so visiting a
+# posting costs one cache miss for the row and one for the symbols.
+W_START, W_LEN, W_FREQ = 0, 1, 2
 # Columns of a pair row.
 KEY, COUNT, PSTART, PLEN, PCAP, FIRST, STAMP, LASTW = 0, 1, 2, 3, 4, 5, 6, 7
 NCOL = 8
 # Slots of the small state vector shared by the merge-step helpers.
-N_PAIRS, POOL_USED, N_TOUCHED = 0, 1, 2
+N_PAIRS, POOL_USED, N_TOUCHED, APPENDS = 0, 1, 2, 3
 NO_POSITION = np.int64(0x7FFFFFFFFFFFFFFF)
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 _POLY = np.uint64(0x100000001B3)
@@ -125,6 +128,7 @@ def _append_posting(pairs, p, w, pool, st):
         st[POOL_USED] = used + cap
     pool[pairs[p, PSTART] + n] = w
     pairs[p, PLEN] = n + 1
+    st[APPENDS] += 1
 
 
 @njit(cache=True, nogil=True)
@@ -196,17 +200,17 @@ def _heap_pop(heap, size):
 
 
 @njit(cache=True, nogil=True)
-def _count_all_pairs(sym, w_start, w_len, w_freq, tok_len, max_len):
+def _count_all_pairs(sym, words, tok_len, max_len):
     """Count every adjacent pair of every word (overlapping windows count) and build exact-size
     postings. Returns (slots, pairs, n_pairs, pool, pool_used)."""
-    n_words = len(w_start)
+    n_words = len(words)
     pairs = np.zeros((1024, NCOL), dtype=np.int64)
     slots = np.full(2048, -1, dtype=np.int32)
     n_pairs = 0
     # Pass 1: counts, and how many distinct words hold each pair.
     for w in range(n_words):
-        s = w_start[w]
-        for i in range(s, s + w_len[w] - 1):
+        s = words[w, W_START]
+        for i in range(s, s + words[w, W_LEN] - 1):
             a = sym[i]
             b = sym[i + 1]
             if tok_len[a] + tok_len[b] > max_len:
@@ -217,7 +221,7 @@ def _count_all_pairs(sym, w_start, w_len, w_freq, tok_len, max_len):
                 slots, pairs = _reserve_pairs(slots, pairs, n_pairs, 1)
                 p = _new_pair(slots, pairs, n_pairs, key)
                 n_pairs += 1
-            pairs[p, COUNT] += w_freq[w]
+            pairs[p, COUNT] += words[w, W_FREQ]
             if pairs[p, LASTW] != w:
                 pairs[p, LASTW] = w
                 pairs[p, PCAP] += 1
@@ -229,8 +233,8 @@ def _count_all_pairs(sym, w_start, w_len, w_freq, tok_len, max_len):
     pool = np.empty(pool_used + pool_used // 4 + 1024, dtype=np.int32)
     # Pass 2: fill the postings, in word order.
     for w in range(n_words):
-        s = w_start[w]
-        for i in range(s, s + w_len[w] - 1):
+        s = words[w, W_START]
+        for i in range(s, s + words[w, W_LEN] - 1):
             a = sym[i]
             b = sym[i + 1]
             if tok_len[a] + tok_len[b] > max_len:
@@ -244,7 +248,7 @@ def _count_all_pairs(sym, w_start, w_len, w_freq, tok_len, max_len):
 
 
 @njit(cache=True, nogil=True)
-def _first_occurrence(sym, w_start, w_len, tok_len, pairs, p, pool):
+def _first_occurrence(sym, words, tok_len, pairs, p, pool):
     """(word << 32 | position of the left symbol) of the pair's first occurrence, or NO_POSITION."""
     key = pairs[p, KEY]
     a = np.int32(key >> 32)
@@ -256,8 +260,8 @@ def _first_occurrence(sym, w_start, w_len, tok_len, pairs, p, pool):
         if (w << 32) >= best:
             continue
         pos = 0
-        s = w_start[w]
-        for i in range(s, s + w_len[w] - 1):
+        s = words[w, W_START]
+        for i in range(s, s + words[w, W_LEN] - 1):
             if sym[i] == a and sym[i + 1] == b:
                 best = (w << 32) | pos
                 break
@@ -303,15 +307,27 @@ def _register_token(tslots, tok_hash, t):
 
 
 @njit(cache=True, nogil=True)
-def _apply_delta(slots, pairs, pool, touched, st, step, x, y, d, w, position, tok_len, max_len):
-    """count(x, y) += d; on a gain, add word w to its postings and mark it touched this step."""
+def _apply_delta(slots, pairs, pool, touched, st, near, near_step, side, step, x, y, d, w, position,
+                 tok_len, max_len):
+    """count(x, y) += d; on a gain, add word w to its postings and mark it touched this step.
+
+    Within one merge every delta pair has a fixed symbol on one side (x a, x t, b y or t y), so
+    ``near[side, other symbol]`` caches its row: the hash table is probed once per distinct
+    neighbour per merge, not once per occurrence.
+    """
     if tok_len[x] + tok_len[y] > max_len:
         return
-    key = (np.int64(x) << 32) | np.int64(y)
-    p = _find_pair(slots, pairs, key)
-    if p < 0:
-        p = _new_pair(slots, pairs, st[N_PAIRS], key)
-        st[N_PAIRS] += 1
+    other = x if side < 2 else y
+    if near_step[side, other] == step:
+        p = near[side, other]
+    else:
+        key = (np.int64(x) << 32) | np.int64(y)
+        p = _find_pair(slots, pairs, key)
+        if p < 0:
+            p = _new_pair(slots, pairs, st[N_PAIRS], key)
+            st[N_PAIRS] += 1
+        near[side, other] = p
+        near_step[side, other] = step
     pairs[p, COUNT] += d
     if d > 0:
         _append_posting(pairs, p, w, pool, st)
@@ -365,13 +381,17 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
         if n > 0:
             _register_token(tslots, tok_hash, t)
 
-    slots, pairs, n_pairs, pool, pool_used = _count_all_pairs(sym, w_start, w_len, w_freq, tok_len, max_len)
-    st = np.zeros(3, dtype=np.int64)
+    words = np.zeros((len(w_start), 4), dtype=np.int64)
+    words[:, W_START] = w_start
+    words[:, W_LEN] = w_len
+    words[:, W_FREQ] = w_freq
+    slots, pairs, n_pairs, pool, pool_used = _count_all_pairs(sym, words, tok_len, max_len)
+    st = np.zeros(4, dtype=np.int64)
     st[N_PAIRS] = n_pairs
     st[POOL_USED] = pool_used
     if first_seen:
         for p in range(n_pairs):
-            pairs[p, FIRST] = _first_occurrence(sym, w_start, w_len, tok_len, pairs, p, pool)
+            pairs[p, FIRST] = _first_occurrence(sym, words, tok_len, pairs, p, pool)
     heap = np.empty((max(16, n_pairs + 16), 3), dtype=np.int64)
     size = 0
     for p in range(n_pairs):
@@ -385,6 +405,8 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
     n_merges = 0
     n_ids = n_base
     touched = np.empty(1024, dtype=np.int64)
+    near = np.empty((4, cap_ids), dtype=np.int64)
+    near_step = np.full((4, cap_ids), -1, dtype=np.int64)
     seq_buf = np.empty(64, dtype=np.int32)
     step = 0
     while n_ids < n_ids_target and size > 0:
@@ -400,7 +422,7 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                 heap, size = _heap_push(heap, size, current, aux, p)
             continue
         if first_seen:
-            true_first = _first_occurrence(sym, w_start, w_len, tok_len, pairs, p, pool)
+            true_first = _first_occurrence(sym, words, tok_len, pairs, p, pool)
             if true_first == NO_POSITION:
                 continue
             if true_first != aux:
@@ -450,32 +472,21 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
         merge_new[n_merges] = t
         n_merges += 1
 
-        # Reserve room for this step's growth once, so the per-occurrence helpers below never
-        # reallocate: each occurrence adds at most 2 pairs, 2 postings and 2 touched entries.
+        # Room is reserved word by word (below), so the per-occurrence helpers never reallocate:
+        # a word of m symbols adds at most m pairs, m postings and m touched entries. A posting
+        # list that fills up moves with twice its length; new lists start empty, so a list is
+        # never longer than this step's appends; a re-used id may also move old lists.
+        reused = t < n_ids - 1 or t < n_base
         start = pairs[p, PSTART]
         n_post = pairs[p, PLEN]
-        bound = 0
-        for k in range(start, start + n_post):
-            bound += w_len[pool[k]]
-        slots, pairs = _reserve_pairs(slots, pairs, st[N_PAIRS], bound)
-        # A list that fills up moves with twice its length: new lists start empty, so this
-        # step needs at most 2 * (4 + appends) per pair; a re-used id may also grow old lists.
-        pool_extra = 6 * bound + 64 if t >= n_ids - 1 and t >= n_base else 2 * st[POOL_USED] + 6 * bound + 64
-        pool = _reserve_pool(pool, st[POOL_USED], pool_extra)
-        if len(touched) < bound + 1:
-            touched = np.empty(2 * bound + 1, dtype=np.int64)
-        if len(heap) < size + bound + 1:
-            grown_h = np.empty((2 * (size + bound + 1), 3), dtype=np.int64)
-            grown_h[:size] = heap[:size]
-            heap = grown_h
         st[N_TOUCHED] = 0
-
+        st[APPENDS] = 0
         # Rewrite every word that holds (a, b), left to right, non-overlapping, in place.
         progress[1] += n_post
         for k in range(start, start + n_post):
             w = np.int64(pool[k])
-            s = w_start[w]
-            m = w_len[w]
+            s = words[w, W_START]
+            m = words[w, W_LEN]
             first = -1
             for i in range(s, s + m - 1):
                 if sym[i] == a and sym[i + 1] == b:
@@ -484,7 +495,16 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
             if first < 0:
                 continue  # stale posting
             progress[2] += 1
-            f = w_freq[w]
+            if st[N_PAIRS] + m > len(pairs) or 2 * (st[N_PAIRS] + m) > len(slots):
+                slots, pairs = _reserve_pairs(slots, pairs, st[N_PAIRS], m + len(pairs) // 2)
+            need = 2 * (st[APPENDS] + 2 * m) + 8 * m + 8 + (2 * st[POOL_USED] if reused else 0)
+            if st[POOL_USED] + need > len(pool):
+                pool = _reserve_pool(pool, st[POOL_USED], need + len(pool) // 2)
+            if st[N_TOUCHED] + m > len(touched):
+                grown_t = np.empty(2 * (st[N_TOUCHED] + m), dtype=np.int64)
+                grown_t[:st[N_TOUCHED]] = touched[:st[N_TOUCHED]]
+                touched = grown_t
+            f = words[w, W_FREQ]
             out_pos = 0  # position of the next output symbol
             for i in range(s, first):
                 out_pos += tok_len[sym[i]]
@@ -496,14 +516,16 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                     if o > s:
                         x = sym[o - 1]
                         x_pos = out_pos - tok_len[x]
-                        _apply_delta(slots, pairs, pool, touched, st, step, x, a, -f, w, x_pos, tok_len, max_len)
-                        _apply_delta(slots, pairs, pool, touched, st, step, x, t, f, w, (w << 32) | x_pos,
-                                     tok_len, max_len)
+                        _apply_delta(slots, pairs, pool, touched, st, near, near_step, 0, step,
+                                     x, a, -f, w, x_pos, tok_len, max_len)
+                        _apply_delta(slots, pairs, pool, touched, st, near, near_step, 1, step,
+                                     x, t, f, w, (w << 32) | x_pos, tok_len, max_len)
                     if r + 2 < end:
                         y = sym[r + 2]
-                        _apply_delta(slots, pairs, pool, touched, st, step, b, y, -f, w, out_pos, tok_len, max_len)
-                        _apply_delta(slots, pairs, pool, touched, st, step, t, y, f, w, (w << 32) | out_pos,
-                                     tok_len, max_len)
+                        _apply_delta(slots, pairs, pool, touched, st, near, near_step, 2, step,
+                                     b, y, -f, w, out_pos, tok_len, max_len)
+                        _apply_delta(slots, pairs, pool, touched, st, near, near_step, 3, step,
+                                     t, y, f, w, (w << 32) | out_pos, tok_len, max_len)
                     sym[o] = t
                     out_pos += tok_len[t]
                     o += 1
@@ -513,11 +535,15 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                     out_pos += tok_len[sym[r]]
                     o += 1
                     r += 1
-            w_len[w] = o - s
+            words[w, W_LEN] = o - s
         if first_seen:
             pairs[p, COUNT] = 0
         pairs[p, PLEN] = 0  # its postings are spent
         progress[4] += st[N_TOUCHED]
+        if len(heap) < size + st[N_TOUCHED]:
+            grown_h = np.empty((2 * (size + st[N_TOUCHED]), 3), dtype=np.int64)
+            grown_h[:size] = heap[:size]
+            heap = grown_h
         for k in range(st[N_TOUCHED]):
             q = touched[k]
             if pairs[q, COUNT] > 0:
