@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 
 def utf8_bytes(text: str) -> bytes:
@@ -25,3 +26,54 @@ def char_to_byte_offsets(text: str) -> np.ndarray:
     offsets = np.zeros(len(code_points) + 1, dtype=np.int64)
     np.cumsum(widths, out=offsets[1:])
     return offsets
+
+
+@njit(cache=True, nogil=True)
+def _utf8_error_offset(data):
+    """Index of the first byte that starts an invalid UTF-8 sequence (strict, as Python's
+    decoder: no overlongs, no surrogates, nothing above U+10FFFF), or -1 if all is valid."""
+    n = len(data)
+    i = 0
+    while i < n:
+        b = data[i]
+        if b < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= b <= 0xDF:
+            need, lo, hi = 1, 0x80, 0xBF
+        elif b == 0xE0:
+            need, lo, hi = 2, 0xA0, 0xBF
+        elif 0xE1 <= b <= 0xEC or b == 0xEE or b == 0xEF:
+            need, lo, hi = 2, 0x80, 0xBF
+        elif b == 0xED:
+            need, lo, hi = 2, 0x80, 0x9F
+        elif b == 0xF0:
+            need, lo, hi = 3, 0x90, 0xBF
+        elif 0xF1 <= b <= 0xF3:
+            need, lo, hi = 3, 0x80, 0xBF
+        elif b == 0xF4:
+            need, lo, hi = 3, 0x80, 0x8F
+        else:
+            return i
+        if i + need >= n:
+            return i
+        c = data[i + 1]
+        if c < lo or c > hi:
+            return i
+        for k in range(2, need + 1):
+            c = data[i + k]
+            if c < 0x80 or c > 0xBF:
+                return i
+        i += need + 1
+    return -1
+
+
+def utf8_error_offset(data: np.ndarray) -> int:
+    """Offset of the first invalid UTF-8 byte in a uint8 array, or -1.
+
+    >>> utf8_error_offset(np.frombuffer("héllo".encode(), dtype=np.uint8))
+    -1
+    >>> utf8_error_offset(np.frombuffer(b"ab\\xff", dtype=np.uint8))
+    2
+    """
+    return int(_utf8_error_offset(data))

@@ -19,7 +19,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from ._text import utf8_bytes
+from ._text import utf8_bytes, utf8_error_offset
 
 DEFAULT_CHUNK_BYTES = 16 << 20
 
@@ -145,11 +145,10 @@ def _raw_position(f) -> int:
     return inner.tell() if inner is not None else f.tell()
 
 
-def _validate_utf8(block: bytes, path: str, offset: int) -> None:
-    try:
-        block.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not valid UTF-8 at byte offset {offset + exc.start}") from None
+def _validate_utf8(data: np.ndarray, path: str, offset: int) -> None:
+    bad = utf8_error_offset(data)
+    if bad >= 0:
+        raise ValueError(f"{path}: not valid UTF-8 at byte offset {offset + bad}")
 
 
 def _iter_text_file(path: str, chunk_bytes: int, field: str) -> Iterator[TextChunk]:
@@ -162,26 +161,28 @@ def _iter_text_file(path: str, chunk_bytes: int, field: str) -> Iterator[TextChu
                 block = f.read(chunk_bytes)
                 if not block:
                     break
-                block = carry + block
+                if carry:
+                    block = carry + block
                 cut = block.rfind(b"\n") + 1
                 if cut == 0:
                     carry = block
                     continue
-                block, carry = block[:cut], block[cut:]
-                _validate_utf8(block, path, offset)
-                yield _line_chunk(block, _raw_position(f))
-                offset += len(block)
+                data = np.frombuffer(block, dtype=np.uint8)[:cut]  # a view: no copy
+                carry = block[cut:]
+                _validate_utf8(data, path, offset)
+                yield _line_chunk(data, _raw_position(f))
+                offset += cut
             if carry:
-                _validate_utf8(carry, path, offset)
-                yield _line_chunk(carry, _raw_position(f))
+                data = np.frombuffer(carry, dtype=np.uint8)
+                _validate_utf8(data, path, offset)
+                yield _line_chunk(data, _raw_position(f))
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
         raise ValueError(f"{path}: cannot read: {exc}") from None
 
 
-def _line_chunk(block: bytes, consumed: int) -> TextChunk:
-    data = np.frombuffer(block, dtype=np.uint8)
+def _line_chunk(data: np.ndarray, consumed: int) -> TextChunk:
     ends = np.flatnonzero(data == 10).astype(np.int64) + 1
     if len(ends) == 0 or ends[-1] != len(data):
         ends = np.append(ends, len(data))
