@@ -99,7 +99,7 @@ def _reserve_pairs(slots, pairs, n_pairs, extra):
     """Room for ``extra`` more pairs at load factor <= 1/2; returns (slots, pairs)."""
     need = n_pairs + extra
     if need > len(pairs):
-        grown = np.zeros((max(need, 2 * len(pairs)), NCOL), dtype=np.int64)
+        grown = np.zeros((max(need, len(pairs) + len(pairs) // 4), NCOL), dtype=np.int64)
         grown[:n_pairs] = pairs[:n_pairs]
         pairs = grown
     if 2 * need > len(slots):
@@ -132,12 +132,25 @@ def _append_posting(pairs, p, w, pool, st):
 
 
 @njit(cache=True, nogil=True)
-def _reserve_pool(pool, used, extra):
-    if used + extra > len(pool):
-        grown = np.empty(max(used + extra, 2 * len(pool)), dtype=np.int32)
-        grown[:used] = pool[:used]
-        pool = grown
-    return pool
+def _reserve_pool(pairs, n_pairs, pool, st, extra):
+    """Room for ``extra`` more pool entries. Lists that moved leave dead space behind, so the
+    pool is compacted (live lists only, at their length) into a new one sized 1.5x the need."""
+    if st[POOL_USED] + extra <= len(pool):
+        return pool
+    live = 0
+    for p in range(n_pairs):
+        live += pairs[p, PLEN]
+    grown = np.empty(live + live // 2 + extra, dtype=np.int32)
+    used = 0
+    for p in range(n_pairs):
+        n = pairs[p, PLEN]
+        start = pairs[p, PSTART]
+        grown[used:used + n] = pool[start:start + n]
+        pairs[p, PSTART] = used
+        pairs[p, PCAP] = n
+        used += n
+    st[POOL_USED] = used
+    return grown
 
 
 # ----------------------------------------------------------------------------------------------
@@ -348,7 +361,8 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
     order that breaks ties); base symbol sequences (tok_seq_*) say which strings they are,
     so a merge that rebuilds an existing string re-uses its id. ``progress[0]`` is updated
     with the number of merges done (read by another thread for the progress bar); [1] counts
-    postings visited, [2] words rewritten, [3] heap pops, [4] pairs pushed (for benchmarks).
+    postings visited, [2] words rewritten, [3] heap pops, [4] pairs pushed, [5] pairs, [6] pool
+    size, [7] pair rows allocated (for benchmarks).
 
     Returns (merge_left, merge_right, merge_new, n_merges, n_ids).
     """
@@ -406,6 +420,7 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
     n_ids = n_base
     touched = np.empty(1024, dtype=np.int64)
     near = np.empty((4, cap_ids), dtype=np.int64)
+    post_buf = np.empty(1024, dtype=np.int32)
     near_step = np.full((4, cap_ids), -1, dtype=np.int64)
     seq_buf = np.empty(64, dtype=np.int32)
     step = 0
@@ -477,14 +492,20 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
         # list that fills up moves with twice its length; new lists start empty, so a list is
         # never longer than this step's appends; a re-used id may also move old lists.
         reused = t < n_ids - 1 or t < n_base
-        start = pairs[p, PSTART]
+        # Take this pair's postings out of the pool: it may be compacted while they are used.
         n_post = pairs[p, PLEN]
+        if n_post > len(post_buf):
+            post_buf = np.empty(2 * n_post, dtype=np.int32)
+        start = pairs[p, PSTART]
+        post_buf[:n_post] = pool[start:start + n_post]
+        pairs[p, PLEN] = 0
+        pairs[p, PCAP] = 0
         st[N_TOUCHED] = 0
         st[APPENDS] = 0
         # Rewrite every word that holds (a, b), left to right, non-overlapping, in place.
         progress[1] += n_post
-        for k in range(start, start + n_post):
-            w = np.int64(pool[k])
+        for k in range(n_post):
+            w = np.int64(post_buf[k])
             s = words[w, W_START]
             m = words[w, W_LEN]
             first = -1
@@ -496,10 +517,10 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                 continue  # stale posting
             progress[2] += 1
             if st[N_PAIRS] + m > len(pairs) or 2 * (st[N_PAIRS] + m) > len(slots):
-                slots, pairs = _reserve_pairs(slots, pairs, st[N_PAIRS], m + len(pairs) // 2)
+                slots, pairs = _reserve_pairs(slots, pairs, st[N_PAIRS], m + len(pairs) // 4)
             need = 2 * (st[APPENDS] + 2 * m) + 8 * m + 8 + (2 * st[POOL_USED] if reused else 0)
             if st[POOL_USED] + need > len(pool):
-                pool = _reserve_pool(pool, st[POOL_USED], need + len(pool) // 2)
+                pool = _reserve_pool(pairs, st[N_PAIRS], pool, st, need)
             if st[N_TOUCHED] + m > len(touched):
                 grown_t = np.empty(2 * (st[N_TOUCHED] + m), dtype=np.int64)
                 grown_t[:st[N_TOUCHED]] = touched[:st[N_TOUCHED]]
@@ -538,7 +559,6 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
             words[w, W_LEN] = o - s
         if first_seen:
             pairs[p, COUNT] = 0
-        pairs[p, PLEN] = 0  # its postings are spent
         progress[4] += st[N_TOUCHED]
         if len(heap) < size + st[N_TOUCHED]:
             grown_h = np.empty((2 * (size + st[N_TOUCHED]), 3), dtype=np.int64)
@@ -551,4 +571,7 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                 heap, size = _heap_push(heap, size, pairs[q, COUNT], aux_q, q)
         step += 1
         progress[0] = n_merges
+    progress[5] = st[N_PAIRS]
+    progress[6] = len(pool)
+    progress[7] = len(pairs)
     return merge_left[:n_merges].copy(), merge_right[:n_merges].copy(), merge_new[:n_merges].copy(), n_merges, n_ids

@@ -21,7 +21,7 @@ import numpy as np
 
 from ._text import utf8_bytes, utf8_error_offset
 
-DEFAULT_CHUNK_BYTES = 16 << 20
+DEFAULT_CHUNK_BYTES = 8 << 20  # bounds memory: a chunk, its line ranges and its spans, twice in flight
 
 
 @dataclass

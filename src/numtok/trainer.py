@@ -98,7 +98,9 @@ def train_bpe(
                              tie_break, alphabet, units, unk_token, end_of_word)
     started = time.perf_counter()
     counter, corpus_bytes = _count_words(source, options, show_progress, num_threads)
-    return _train_from_counter(counter, options, show_progress, started, corpus_bytes)
+    holder = [counter]
+    del counter  # the holder owns it now, so it is freed as soon as the words are symbolized
+    return _train_from_counter(holder, options, show_progress, started, corpus_bytes)
 
 
 def train_bpe_from_counts(counts: Mapping, vocab_size: int, **options):
@@ -136,7 +138,10 @@ def train_bpe_from_counts(counts: Mapping, vocab_size: int, **options):
         spans = np.stack([ends - lengths, ends], axis=1)
         data = np.frombuffer(b"".join(words), dtype=np.uint8)
         counter._insert(data, spans, np.array(freqs, dtype=np.int64), np.arange(len(words), dtype=np.int64), True, 0)
-    return _train_from_counter(counter, checked, show_progress, started, int(sum(len(w) for w in words)))
+    corpus_bytes = sum(map(len, words))
+    holder = [counter]
+    del counter, words
+    return _train_from_counter(holder, checked, show_progress, started, corpus_bytes)
 
 
 class _Options:
@@ -303,10 +308,13 @@ def _symbolize(counter: WordCounter, options: _Options):
     return sym.astype(np.int32), starts.astype(np.int64), lengths.astype(np.int32), freqs, alphabet
 
 
-def _train_from_counter(counter: WordCounter, options: _Options, show_progress, started: float, corpus_bytes: int):
+def _train_from_counter(holder: list, options: _Options, show_progress, started: float, corpus_bytes: int):
+    """Learn from the counter in ``holder`` (taken out of it, so its memory is freed once the
+    words are symbolized) and build the Tokenizer."""
     from .tokenizer import Tokenizer
 
-    merges, token_bytes = _learn(counter, options, show_progress)
+    unique_words = holder[0].n_words
+    merges, token_bytes = _learn(holder, options, show_progress)
     k = len(options.special_tokens)
     tokenizer = Tokenizer(
         {tok: i for i, tok in enumerate(token_bytes) if i >= k},
@@ -319,18 +327,25 @@ def _train_from_counter(counter: WordCounter, options: _Options, show_progress, 
     )
     tokenizer.training_stats = {
         "corpus_bytes": corpus_bytes,
-        "unique_words": counter.n_words,
+        "unique_words": unique_words,
         "merges": len(merges),
         "seconds": time.perf_counter() - started,
     }
     return tokenizer
 
 
-def _learn(counter: WordCounter, options: _Options, show_progress) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
-    """Run the merge engine; returns (merges, token bytes by id: specials, alphabet, merges)."""
+def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
+    """Run the merge engine; returns (merges, token bytes by id: specials, alphabet, merges).
+
+    ``counter`` is a WordCounter, or a one-item list holding one (emptied here to free it).
+    """
+    holder = counter if isinstance(counter, list) else [counter]
+    counter = holder.pop()
     if counter.n_words == 0:
         raise ValueError("the corpus is empty: it has no word to learn from")
     sym, w_start, w_len, w_freq, alphabet = _symbolize(counter, options)
+    firsts = counter.firsts if options.tie_break == "first-seen" else None
+    del counter
     specials = options.special_tokens
     k = len(specials)
     minimum = k + len(alphabet)
@@ -340,7 +355,7 @@ def _learn(counter: WordCounter, options: _Options, show_progress) -> tuple[list
             f"({len(alphabet)} alphabet symbols + {k} special tokens)"
         )
     if options.tie_break == "first-seen":
-        order = np.argsort(counter.firsts, kind="stable")
+        order = np.argsort(firsts, kind="stable")
         w_start, w_len, w_freq = w_start[order], w_len[order], w_freq[order]
     keep = w_len >= 2  # a single symbol holds no pair
     w_start, w_len, w_freq = w_start[keep], w_len[keep].copy(), w_freq[keep]
@@ -361,7 +376,7 @@ def _learn(counter: WordCounter, options: _Options, show_progress) -> tuple[list
     tok_seq = np.array([x for s in seqs for x in s], dtype=np.int32)
     max_len = options.max_token_length if options.max_token_length is not None else np.iinfo(np.int64).max // 4
 
-    progress = np.zeros(5, dtype=np.int64)
+    progress = np.zeros(8, dtype=np.int64)
     result: list = []
     n_target = options.vocab_size
     bar = Progress("Merging", total=n_target - minimum, unit="merges", enabled=show_progress)
@@ -384,7 +399,7 @@ def _learn(counter: WordCounter, options: _Options, show_progress) -> tuple[list
     if isinstance(result[0], BaseException):
         raise result[0]
     left, right, new, n_merges, n_ids = result[0]
-    _learn.last_counters = dict(zip(("merges", "postings", "rewrites", "pops", "pushes"), progress.tolist()))
+    _learn.last_counters = dict(zip(("merges", "postings", "rewrites", "pops", "pushes", "pairs", "pool", "pair_rows"), progress.tolist()))
 
     token_bytes: list[bytes] = [tok.encode("utf-8") for tok in specials] + list(alphabet)
     merges: list[tuple[bytes, bytes]] = []
