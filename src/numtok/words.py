@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._scanners import _load_u64
+
 # A table row: the key, the word's index, its count and its first position. Words of up to 7
 # bytes are their own key (bytes packed little-endian, length in the top byte), so the common
 # lookup touches one 32-byte row and nothing else; longer words are keyed by a hash with the top
@@ -23,13 +25,24 @@ _LOW56 = (np.uint64(1) << np.uint64(56)) - np.uint64(1)
 def _word_key(data, start, end):
     n = end - start
     if n <= 7:
-        k = np.uint64(n) << np.uint64(56)
-        for i in range(n):
-            k |= np.uint64(data[start + i]) << np.uint64(8 * i)
-        return np.int64(k)
-    h = np.uint64(0xCBF29CE484222325)
-    for i in range(start, end):
+        if start + 8 <= len(data):
+            # One unaligned load, then keep the word's n bytes.
+            k = _load_u64(data, start) & ((np.uint64(1) << np.uint64(8 * n)) - np.uint64(1))
+        else:
+            k = np.uint64(0)
+            for i in range(n):
+                k |= np.uint64(data[start + i]) << np.uint64(8 * i)
+        return np.int64(k | (np.uint64(n) << np.uint64(56)))
+    # Longer words: hash 8 bytes at a time, the tail byte by byte.
+    h = np.uint64(n) * np.uint64(0x9E3779B97F4A7C15)
+    i = start
+    while i + 8 <= end:
+        h = (h ^ _load_u64(data, i)) * np.uint64(0xFF51AFD7ED558CCD)
+        h ^= h >> np.uint64(32)
+        i += 8
+    while i < end:
         h = (h ^ np.uint64(data[i])) * np.uint64(0x100000001B3)
+        i += 1
     h ^= h >> np.uint64(29)
     return np.int64((h & _LOW56) | _LONG_TAG)
 
