@@ -28,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._intrinsics import prefetch
+
 # Columns of a word row (start in sym, live length, frequency): one row per word, so visiting a
 # posting costs one cache miss for the row and one for the symbols.
 W_START, W_LEN, W_FREQ = 0, 1, 2
@@ -399,6 +401,7 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
     words[:, W_START] = w_start
     words[:, W_LEN] = w_len
     words[:, W_FREQ] = w_freq
+    words_flat = words.reshape(-1)
     slots, pairs, n_pairs, pool, pool_used = _count_all_pairs(sym, words, tok_len, max_len)
     st = np.zeros(4, dtype=np.int64)
     st[N_PAIRS] = n_pairs
@@ -505,6 +508,12 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
         # Rewrite every word that holds (a, b), left to right, non-overlapping, in place.
         progress[1] += n_post
         for k in range(n_post):
+            # Overlap the cache misses of later postings: their word row 16 ahead, their
+            # symbols 8 ahead (the row fetched 8 postings ago says where they are).
+            if k + 16 < n_post:
+                prefetch(words_flat, np.int64(post_buf[k + 16]) * 4)
+            if k + 8 < n_post:
+                prefetch(sym, words[post_buf[k + 8], W_START])
             w = np.int64(post_buf[k])
             s = words[w, W_START]
             m = words[w, W_LEN]
