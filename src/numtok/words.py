@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._intrinsics import prefetch
 from ._scanners import _load_u64
 
 # A table row: the key, the word's index, its count and its first position. Words of up to 7
@@ -17,6 +18,7 @@ from ._scanners import _load_u64
 # lookup touches one 32-byte row and nothing else; longer words are keyed by a hash with the top
 # byte 0xFF and checked byte by byte against the store.
 KEY, WORD, COUNT, FIRST = 0, 1, 2, 3
+LOOKAHEAD = 16
 _LONG_TAG = np.uint64(0xFF) << np.uint64(56)
 _LOW56 = (np.uint64(1) << np.uint64(56)) - np.uint64(1)
 
@@ -62,10 +64,18 @@ def _insert_words(data, spans, counts, firsts, weighted, base_pos, begin, table,
     Returns the index of the first span not inserted (len(spans) when done).
     """
     mask = len(table) - 1
+    table_flat = table.reshape(-1)
     n_words = sizes[0]
     used = sizes[1]
     max_words = min(len(w_start), len(table) // 2)
-    for i in range(begin, len(spans)):
+    n_spans = len(spans)
+    # Keys are computed LOOKAHEAD spans ahead and their rows prefetched, so the table's cache
+    # misses overlap instead of stalling one after another.
+    ring = np.empty(LOOKAHEAD, dtype=np.int64)
+    for j in range(begin, min(begin + LOOKAHEAD, n_spans)):
+        ring[j % LOOKAHEAD] = _word_key(data, spans[j, 0], spans[j, 1])
+        prefetch(table_flat, _slot_of(ring[j % LOOKAHEAD], mask) * 4)
+    for i in range(begin, n_spans):
         s = spans[i, 0]
         e = spans[i, 1]
         n = e - s
@@ -75,7 +85,12 @@ def _insert_words(data, spans, counts, firsts, weighted, base_pos, begin, table,
             return i
         c = counts[i] if weighted else 1
         f = firsts[i] if weighted else base_pos + s
-        key = _word_key(data, s, e)
+        key = ring[i % LOOKAHEAD]
+        ahead = i + LOOKAHEAD
+        if ahead < n_spans:
+            k_ahead = _word_key(data, spans[ahead, 0], spans[ahead, 1])
+            ring[ahead % LOOKAHEAD] = k_ahead
+            prefetch(table_flat, _slot_of(k_ahead, mask) * 4)
         slot = _slot_of(key, mask)
         while True:
             w = table[slot, WORD]
