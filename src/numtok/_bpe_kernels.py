@@ -39,6 +39,7 @@ NCOL = 8
 # Slots of the small state vector shared by the merge-step helpers.
 N_PAIRS, POOL_USED, N_TOUCHED, APPENDS = 0, 1, 2, 3
 NO_POSITION = np.int64(0x7FFFFFFFFFFFFFFF)
+NO_LIMIT = np.int64(1) << 60  # max_len meaning "no max_token_length"
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 _POLY = np.uint64(0x100000001B3)
 
@@ -326,11 +327,12 @@ def _apply_delta(slots, pairs, pool, touched, st, near, near_step, side, step, x
                  tok_len, max_len):
     """count(x, y) += d; on a gain, add word w to its postings and mark it touched this step.
 
+    Pairs longer than ``max_len`` (max_token_length) are never counted.
     Within one merge every delta pair has a fixed symbol on one side (x a, x t, b y or t y), so
     ``near[side, other symbol]`` caches its row: the hash table is probed once per distinct
     neighbour per merge, not once per occurrence.
     """
-    if tok_len[x] + tok_len[y] > max_len:
+    if max_len < NO_LIMIT and tok_len[x] + tok_len[y] > max_len:
         return
     other = x if side < 2 else y
     if near_step[side, other] == step:
@@ -535,9 +537,10 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                 grown_t[:st[N_TOUCHED]] = touched[:st[N_TOUCHED]]
                 touched = grown_t
             f = words[w, W_FREQ]
-            out_pos = 0  # position of the next output symbol
-            for i in range(s, first):
-                out_pos += tok_len[sym[i]]
+            out_pos = 0  # position of the next output symbol (only first-seen needs it)
+            if first_seen:
+                for i in range(s, first):
+                    out_pos += tok_len[sym[i]]
             o = first
             r = first
             end = s + m
@@ -545,7 +548,7 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                 if r + 1 < end and sym[r] == a and sym[r + 1] == b:
                     if o > s:
                         x = sym[o - 1]
-                        x_pos = out_pos - tok_len[x]
+                        x_pos = out_pos - tok_len[x] if first_seen else 0
                         _apply_delta(slots, pairs, pool, touched, st, near, near_step, 0, step,
                                      x, a, -f, w, x_pos, tok_len, max_len)
                         _apply_delta(slots, pairs, pool, touched, st, near, near_step, 1, step,
@@ -557,12 +560,14 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                         _apply_delta(slots, pairs, pool, touched, st, near, near_step, 3, step,
                                      t, y, f, w, (w << 32) | out_pos, tok_len, max_len)
                     sym[o] = t
-                    out_pos += tok_len[t]
+                    if first_seen:
+                        out_pos += tok_len[t]
                     o += 1
                     r += 2
                 else:
                     sym[o] = sym[r]
-                    out_pos += tok_len[sym[r]]
+                    if first_seen:
+                        out_pos += tok_len[sym[r]]
                     o += 1
                     r += 1
             words[w, W_LEN] = o - s

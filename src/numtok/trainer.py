@@ -374,7 +374,7 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
         tok_len[symbol_id[options.end_of_word.encode("utf-8")]] = 1
     tok_seq_len = np.array([len(s) for s in seqs], dtype=np.int64)
     tok_seq = np.array([x for s in seqs for x in s], dtype=np.int32)
-    max_len = options.max_token_length if options.max_token_length is not None else np.iinfo(np.int64).max // 4
+    max_len = options.max_token_length if options.max_token_length is not None else int(_bpe_kernels.NO_LIMIT)
 
     progress = np.zeros(8, dtype=np.int64)
     result: list = []
