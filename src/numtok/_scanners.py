@@ -1,7 +1,752 @@
-"""Numba scanners for the named pre-tokenization patterns (being written: issue 3)."""
+"""Numba scanners for the named pre-tokenization patterns.
+
+Each scanner walks UTF-8 bytes and yields exactly the pieces ``regex.finditer`` yields for the
+pattern (``numtok.patterns``): one hand-written decision per start position, worked out from
+the pattern's alternatives and backtracking order (below), proved against ``regex`` by
+``tests/test_pretokenize.py``. Classes come from ``numtok._unicode`` (ASCII bytes index the
+same table directly; other characters are decoded on the fly).
+
+Notation: L = \\p{L}, N = \\p{N}, S = \\s, O = [^\\s\\p{L}\\p{N}] (includes \\p{M}), "run" = the
+longest sequence of characters of a class from a position. Every pattern matches at every
+position, so the pieces tile each document.
+
+gpt2 == r50k (``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``):
+    1. ``'`` + s/t/m/d (2 bytes) or re/ve/ll (3 bytes), case-sensitive.
+    2. an optional U+0020 then an L, N or O run (the space is taken iff the next char is not S).
+    3. whitespace at i, run i..k: the whole run if it ends the text, else the run minus its last
+       character if that leaves >= 1 character (``\\s+(?!\\S)`` backtracks one), else the one
+       character (``\\s+``). r50k's ``\\s++$`` matches only runs that end the text (a maximal
+       run can't stop right before a final ``\\n``, so ``$``'s other position never applies),
+       which rule 3 already gives them; its final ``\\s`` is only reached by a 1-character run:
+       the two patterns split every text identically.
+cl100k:
+    1. ``'`` + (?i) s/d/m/t (also U+017F LONG S, which ``(?i)`` folds to s) or ll/ve/re.
+    2. an L run; or one char that is not \\r, \\n, L, N followed by an L run (possessive ``?+``
+       never gives the char back, but giving it back could not help either).
+    3. 1-3 N.  4. optional U+0020 + O run + \\r/\\n run.
+    5. whitespace run i..k: whole run if it ends the text (``\\s++$``); else up to and including
+       its last \\r/\\n if any (``\\s*[\\r\\n]``); else as rule 3 of gpt2.
+o200k (U = [Lu Lt Lm Lo M], W = [Ll Lm Lo M], P = [^\\r\\n\\p{L}\\p{N}], C = (?i) contraction):
+    A1 ``P?U*W+C?``, A2 ``P?U+W*C?``: tried in regex's order A1 with P taken, A1 without, A2
+    with, A2 without. From a start s: U run s..e. A1 succeeds iff the char at e is W (then W run
+    from e) or some char in s..e is W (U* gives back to the *last* such char, which becomes a
+    1-char W+: ``中文ABC`` -> ``中文``, ``ABC``); A2 succeeds iff e > s. Then C if present.
+    A3 1-3 N.  A4 optional U+0020 + O run + [\\r\\n/] run.  A5 whitespace run up to and including
+    its last \\r/\\n (before the end-of-text rule: o200k has no ``\\s++$``); A6/A7 as gpt2 rule 3.
+
+Speed: the kernels are branch-bound (one mispredicted branch or so per piece), so each is one
+loop written out by hand with ASCII fast paths; runs of ASCII letters are measured 8 bytes at a
+time (SWAR); pieces that start with a capital or a non-ASCII letter take the general o200k
+path. Output arrays are allocated by NumPy (huge pages), not inside the kernels. Tried and
+dropped: a branch-free table mode (piece start = table[classes of bytes p-2..p+1] on plain
+ASCII, leaving it at apostrophes, non-ASCII bytes, 4+ digit runs, indentation after a newline
+in cl100k): ~600 MB/s on pure ASCII, but the hand-overs made it slower on mixed text.
+
+Kernels take ``(data, docs, flags, out, n, d, i)``: they write pieces into ``out`` from row ``n``,
+starting at byte ``i`` of document ``d``, and return the new ``(n, d, i)``; ``d == len(docs)``
+means done, anything else that ``out`` is full (the caller grows it and calls again). They are
+``nogil`` so several Python threads can run them at once; ``split_named`` runs them on one
+thread or on a few.
+"""
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from llvmlite import ir as llvm_ir
+from numba import njit, types
+from numba.core.extending import intrinsic
+from numba.cpython.unsafe.numbers import trailing_zeros
+
+from ._unicode import BIT_CRLF, BIT_L, BIT_N, BIT_O, BIT_S, BIT_U, BIT_W, class_table
+
+__all__ = ["has_scanner", "split_named", "warmup", "SCANNER_NAMES"]
+
+_L = np.uint8(BIT_L)
+_N = np.uint8(BIT_N)
+_S = np.uint8(BIT_S)
+_U = np.uint8(BIT_U)
+_W = np.uint8(BIT_W)
+_O = np.uint8(BIT_O)
+_CRLF = np.uint8(BIT_CRLF)
+_UW = np.uint8(BIT_U | BIT_W)
+_LNCRLF = np.uint8(BIT_L | BIT_N | BIT_CRLF)
+_NOT_SPACE = np.uint8(BIT_L | BIT_N | BIT_O)
+_INVALID = np.uint8(BIT_O)  # a byte that starts no valid UTF-8 character: "other", like U+FFFD
+
+_jit = njit(cache=True, nogil=True)
+# Indexing with an unsigned integer spares Numba's negative-index handling (a compare and a
+# select per access, measured 5-13% of the kernels' time); every index here is >= 0.
+_u = np.uint64
+_inline = njit(cache=True, nogil=True, inline="always")
+
+
+@intrinsic
+def _load_u64(typingctx, arr, idx):
+    """The 8 bytes at ``arr[idx]`` as a little-endian uint64 (unaligned load, no checks)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and arr.dtype == types.uint8):
+        return None
+    sig = types.uint64(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        return builder.load(builder.bitcast(ptr, llvm_ir.IntType(64).as_pointer()), align=1)
+
+    return sig, codegen
+
+
+_HI = np.uint64(0x8080808080808080)
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_CASE = np.uint64(0x2020202020202020)
+
+
+@_inline
+def _ascii_letters8(data, p, lower_only):
+    """How many of the 8 bytes at ``p`` are ASCII letters before the first that is not (0-8).
+
+    With ``lower_only`` only a-z count. Bytes >= 0x80 stop the count (the caller decodes them).
+    """
+    w = _load_u64(data, p)
+    y = w & _LOW7 if lower_only else (w | _CASE) & _LOW7
+    # Per byte, y + (0x80 - lo) sets the top bit iff y >= lo (no carries: y < 0x80).
+    ge_a = y + np.uint64(0x1F1F1F1F1F1F1F1F)
+    ge_brace = y + np.uint64(0x0505050505050505)
+    stop = ~(ge_a & ~ge_brace & ~w) & _HI
+    if stop == 0:
+        return 8
+    return np.int64(trailing_zeros(stop)) >> 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Characters
+
+
+@_jit
+def _char_multi(data, p, end, flags):
+    """(class, byte length) of the non-ASCII character starting at ``data[p]``."""
+    b0 = np.int64(data[_u(p)])
+    if b0 < 0xC2 or b0 > 0xF4:
+        return _INVALID, 1
+    if b0 < 0xE0:
+        if p + 1 >= end:
+            return _INVALID, 1
+        b1 = np.int64(data[_u(p + 1)])
+        if (b1 & 0xC0) != 0x80:
+            return _INVALID, 1
+        return flags[((b0 & 0x1F) << 6) | (b1 & 0x3F)], 2
+    if b0 < 0xF0:
+        if p + 2 >= end:
+            return _INVALID, 1
+        b1 = np.int64(data[_u(p + 1)])
+        b2 = np.int64(data[_u(p + 2)])
+        if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80:
+            return _INVALID, 1
+        return flags[((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)], 3
+    if p + 3 >= end:
+        return _INVALID, 1
+    b1 = np.int64(data[_u(p + 1)])
+    b2 = np.int64(data[_u(p + 2)])
+    b3 = np.int64(data[_u(p + 3)])
+    if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80 or (b3 & 0xC0) != 0x80:
+        return _INVALID, 1
+    cp = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+    if cp > 0x10FFFF:
+        return _INVALID, 1
+    return flags[cp], 4
+
+
+@_inline
+def _contraction_ci(data, p, end):
+    """Byte length of ``(?i:'s|'t|'re|'ve|'m|'ll|'d)`` at ``p`` (0 if none)."""
+    if p + 1 >= end or data[p] != 0x27:
+        return 0
+    b1 = data[p + 1] | 0x20  # ASCII lower case (only letters are compared below)
+    if b1 == 0x73 or b1 == 0x74 or b1 == 0x6D or b1 == 0x64:  # s t m d
+        return 2
+    if p + 2 >= end:
+        return 0
+    b2 = data[p + 2] | 0x20
+    if data[p + 1] == 0xC5 and data[p + 2] == 0xBF:  # U+017F LONG S: (?i) folds it to s
+        return 3
+    if (b1 == 0x72 and b2 == 0x65) or (b1 == 0x76 and b2 == 0x65) or (b1 == 0x6C and b2 == 0x6C):
+        return 3  # re ve ll
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels: one per pattern family. Each is one loop written out by hand: helper functions
+# inlined by Numba (inline="always") measured 1.3-2x slower here, and a first-class function
+# argument would cost a call per piece. In every kernel ``i`` is the start of the current
+# piece and ``e`` its end; ASCII bytes take the table directly, others go through
+# ``_char_multi``.
+
+
+@_jit
+def _split_gpt2(data, docs, flags, out, n, d, i):
+    ndocs = docs.shape[0]
+    while d < ndocs:
+        end = docs[d, 1]
+        while i < end:
+            if n == out.shape[0]:
+                return n, d, i
+            b = data[_u(i)]
+            e = -1
+            if b == 0x27 and i + 1 < end:  # 's 't 're 've 'm 'll 'd
+                b1 = data[_u(i + 1)]
+                if b1 == 0x73 or b1 == 0x74 or b1 == 0x6D or b1 == 0x64:
+                    e = i + 2
+                elif i + 2 < end:
+                    b2 = data[_u(i + 2)]
+                    if (b1 == 0x72 and b2 == 0x65) or (b1 == 0x76 and b2 == 0x65) or (b1 == 0x6C and b2 == 0x6C):
+                        e = i + 3
+            if e < 0:
+                j = i
+                if b < 0x80:
+                    c = flags[b]
+                    k = 1
+                else:
+                    c, k = _char_multi(data, i, end, flags)
+                if b == 0x20 and i + 9 <= end and _ascii_letters8(data, i + 1, False):  # fast path
+                    j = i + 1
+                    c = _L
+                elif b == 0x20 and i + 1 < end:  # " ?" before an L, N or O run
+                    b1 = data[_u(i + 1)]
+                    if b1 < 0x80:
+                        c1 = flags[b1]
+                        k1 = 1
+                    else:
+                        c1, k1 = _char_multi(data, i + 1, end, flags)
+                    if c1 & _NOT_SPACE:
+                        j = i + 1
+                        c = c1
+                        k = k1
+                if c & _NOT_SPACE:  # the run of its class
+                    mask = c & _NOT_SPACE
+                    e = j + k
+                    if mask == _L:
+                        while e + 8 <= end:
+                            m = _ascii_letters8(data, e, False)
+                            e += m
+                            if m < 8:
+                                break
+                    while e < end:
+                        b = data[_u(e)]
+                        if b < 0x80:
+                            if flags[b] & mask == 0:
+                                break
+                            e += 1
+                        else:
+                            c, k = _char_multi(data, e, end, flags)
+                            if c & mask == 0:
+                                break
+                            e += k
+                else:  # whitespace: \s+(?!\S) | \s+
+                    last = i
+                    e = i + k
+                    while e < end:
+                        b = data[_u(e)]
+                        if b < 0x80:
+                            if flags[b] & _S == 0:
+                                break
+                            last = e
+                            e += 1
+                        else:
+                            c, k = _char_multi(data, e, end, flags)
+                            if c & _S == 0:
+                                break
+                            last = e
+                            e += k
+                    if e < end and last > i:
+                        e = last
+            out[_u(n), 0] = i
+            out[_u(n), 1] = e
+            n += 1
+            i = e
+        d += 1
+        if d < ndocs:
+            i = docs[d, 0]
+    return n, d, i
+
+
+@_jit
+def _split_cl100k(data, docs, flags, out, n, d, i):
+    ndocs = docs.shape[0]
+    while d < ndocs:
+        end = docs[d, 1]
+        while i < end:
+            if n == out.shape[0]:
+                return n, d, i
+            b = data[_u(i)]
+            e = -1
+            if b == 0x27:
+                m = _contraction_ci(data, i, end)
+                if m:
+                    e = i + m
+            if e < 0:
+                if b < 0x80:
+                    c = flags[b]
+                    k = 1
+                else:
+                    c, k = _char_multi(data, i, end, flags)
+                c1 = np.uint8(0)
+                k1 = 0
+                j = -1  # start of an L run, if the piece is one
+                if b == 0x20 and i + 9 <= end and _ascii_letters8(data, i + 1, False):  # fast path
+                    j = i + 1
+                elif c & _L:
+                    j = i + k
+                elif c & _LNCRLF == 0 and i + k < end:
+                    b1 = data[_u(i + k)]
+                    if b1 < 0x80:
+                        c1 = flags[b1]
+                        k1 = 1
+                    else:
+                        c1, k1 = _char_multi(data, i + k, end, flags)
+                    if c1 & _L:
+                        j = i + k + k1
+                if j >= 0:  # [^\r\n\p{L}\p{N}]?+\p{L}++
+                    e = j
+                    while e + 8 <= end:
+                        m = _ascii_letters8(data, e, False)
+                        e += m
+                        if m < 8:
+                            break
+                    while e < end:
+                        b = data[_u(e)]
+                        if b < 0x80:
+                            if flags[b] & _L == 0:
+                                break
+                            e += 1
+                        else:
+                            c, k = _char_multi(data, e, end, flags)
+                            if c & _L == 0:
+                                break
+                            e += k
+                elif c & _N:  # \p{N}{1,3}+
+                    e = i + k
+                    for _ in range(2):
+                        if e >= end:
+                            break
+                        b = data[_u(e)]
+                        if b < 0x80:
+                            c = flags[b]
+                            k = 1
+                        else:
+                            c, k = _char_multi(data, e, end, flags)
+                        if c & _N == 0:
+                            break
+                        e += k
+                elif c & _O or (b == 0x20 and c1 & _O):  # " ?[^\s\p{L}\p{N}]++[\r\n]*+"
+                    e = i + k if c & _O else i + 1 + k1
+                    while e < end:
+                        b = data[_u(e)]
+                        if b < 0x80:
+                            if flags[b] & _O == 0:
+                                break
+                            e += 1
+                        else:
+                            c, k = _char_multi(data, e, end, flags)
+                            if c & _O == 0:
+                                break
+                            e += k
+                    while e < end and (data[_u(e)] == 0x0A or data[_u(e)] == 0x0D):
+                        e += 1
+                else:  # whitespace: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
+                    last = i
+                    crlf_end = i + 1 if c & _CRLF else -1
+                    e = i + k
+                    while e < end:
+                        b = data[_u(e)]
+                        if b < 0x80:
+                            c = flags[b]
+                            if c & _S == 0:
+                                break
+                            last = e
+                            e += 1
+                            if c & _CRLF:
+                                crlf_end = e
+                        else:
+                            c, k = _char_multi(data, e, end, flags)
+                            if c & _S == 0:
+                                break
+                            last = e
+                            e += k
+                    if e < end:
+                        if crlf_end > 0:
+                            e = crlf_end
+                        elif last > i:
+                            e = last
+            out[_u(n), 0] = i
+            out[_u(n), 1] = e
+            n += 1
+            i = e
+        d += 1
+        if d < ndocs:
+            i = docs[d, 0]
+    return n, d, i
+
+
+@_jit
+def _o200k_letters_from(data, s, end, flags):
+    """Ends of A1 (``U*W+``) and A2 (``U+W*``) matched from ``s`` (-1 where it fails)."""
+    p = s
+    last_w_end = -1
+    while p < end:
+        b = data[_u(p)]
+        if b < 0x80:
+            c = flags[b]
+            k = 1
+        else:
+            c, k = _char_multi(data, p, end, flags)
+        if c & _U == 0:
+            break
+        p += k
+        if c & _W:
+            last_w_end = p
+    u_end = p
+    if u_end < end:
+        b = data[_u(u_end)]
+        if b < 0x80:
+            c = flags[b]
+            k = 1
+        else:
+            c, k = _char_multi(data, u_end, end, flags)
+        if c & _W:
+            w_end = _w_run(data, u_end + k, end, flags)
+            return w_end, (w_end if u_end > s else -1)
+    return last_w_end, (u_end if u_end > s else -1)
+
+
+@_jit
+def _w_run(data, p, end, flags):
+    while p < end:
+        b = data[_u(p)]
+        if b < 0x80:
+            if flags[b] & _W == 0:
+                return p
+            p += 1
+        else:
+            c, k = _char_multi(data, p, end, flags)
+            if c & _W == 0:
+                return p
+            p += k
+    return p
+
+
+@_jit
+def _split_o200k(data, docs, flags, out, n, d, i):
+    ndocs = docs.shape[0]
+    while d < ndocs:
+        end = docs[d, 1]
+        while i < end:
+            if n == out.shape[0]:
+                return n, d, i
+            b = data[_u(i)]
+            e = -1
+            if b < 0x80:
+                c = flags[b]
+                k = 1
+            else:
+                c, k = _char_multi(data, i, end, flags)
+            c1 = np.uint8(0)
+            k1 = 0
+            prefix = c & _LNCRLF == 0 and i + k < end  # P = [^\r\n\p{L}\p{N}] may start A1/A2
+            if b == 0x20 and i + 9 <= end and _ascii_letters8(data, i + 1, True):
+                c1 = _W  # fast path: " " + a-z, A1 is " " + the W run
+                k1 = 1
+            elif prefix:
+                b1 = data[_u(i + k)]
+                if b1 < 0x80:
+                    c1 = flags[b1]
+                    k1 = 1
+                else:
+                    c1, k1 = _char_multi(data, i + k, end, flags)
+            # Fast paths for ASCII-like starts; anything else takes the general path.
+            # Ll at the start: U* matches nothing and A1 is the W run. ASCII capitals: the U
+            # run is ASCII capitals; then a-z means A1 (W run from there), an ASCII non-letter
+            # or the end means A1 fails and A2 ends there (unless a mark at i could start A1
+            # without the prefix).
+            j = -1  # start of A1's W run, when known
+            s0 = -1  # start of an ASCII capital run
+            if prefix and c1 & _UW:
+                if c1 & _U == 0:
+                    j = i + k + k1
+                elif c & _UW == 0 and data[_u(i + k)] >= 0x41 and data[_u(i + k)] <= 0x5A:
+                    s0 = i + k
+            elif c & _W and c & _U == 0 and c & _L:
+                j = i + k
+            elif b >= 0x41 and b <= 0x5A:
+                s0 = i
+            if s0 >= 0:
+                p = s0 + 1
+                while p < end and data[_u(p)] >= 0x41 and data[_u(p)] <= 0x5A:
+                    p += 1
+                if p < end and data[_u(p)] >= 0x61 and data[_u(p)] <= 0x7A:
+                    j = p
+                elif p >= end or data[_u(p)] < 0x80:
+                    e = p
+            if j >= 0:
+                e = j
+                while e + 8 <= end:
+                    m = _ascii_letters8(data, e, True)
+                    e += m
+                    if m < 8:
+                        break
+                while e < end:
+                    b = data[_u(e)]
+                    if b < 0x80:
+                        if flags[b] & _W == 0:
+                            break
+                        e += 1
+                    else:
+                        c2, k2 = _char_multi(data, e, end, flags)
+                        if c2 & _W == 0:
+                            break
+                        e += k2
+            elif e < 0 and ((prefix and c1 & _UW) or c & _UW):
+                # A1 with P, A1 without, A2 with, A2 without (regex's order).
+                a1_with = -1
+                a2_with = -1
+                if prefix and c1 & _UW:
+                    a1_with, a2_with = _o200k_letters_from(data, i + k, end, flags)
+                e = a1_with
+                if e < 0:
+                    a2_without = -1
+                    if c & _UW:
+                        e, a2_without = _o200k_letters_from(data, i, end, flags)
+                    if e < 0:
+                        e = a2_with if a2_with >= 0 else a2_without
+            if e >= 0:
+                e += _contraction_ci(data, e, end)
+            elif c & _N:  # \p{N}{1,3}
+                e = i + k
+                for _ in range(2):
+                    if e >= end:
+                        break
+                    b = data[_u(e)]
+                    if b < 0x80:
+                        c = flags[b]
+                        k = 1
+                    else:
+                        c, k = _char_multi(data, e, end, flags)
+                    if c & _N == 0:
+                        break
+                    e += k
+            elif c & _O or (b == 0x20 and c1 & _O):  # " ?[^\s\p{L}\p{N}]+[\r\n/]*"
+                e = i + k if c & _O else i + 1 + k1
+                while e < end:
+                    b = data[_u(e)]
+                    if b < 0x80:
+                        if flags[b] & _O == 0:
+                            break
+                        e += 1
+                    else:
+                        c, k = _char_multi(data, e, end, flags)
+                        if c & _O == 0:
+                            break
+                        e += k
+                while e < end and (data[_u(e)] == 0x0A or data[_u(e)] == 0x0D or data[_u(e)] == 0x2F):
+                    e += 1
+            else:  # whitespace: \s*[\r\n]+ | \s+(?!\S) | \s+
+                last = i
+                crlf_end = i + 1 if c & _CRLF else -1
+                e = i + k
+                while e < end:
+                    b = data[_u(e)]
+                    if b < 0x80:
+                        c = flags[b]
+                        if c & _S == 0:
+                            break
+                        last = e
+                        e += 1
+                        if c & _CRLF:
+                            crlf_end = e
+                    else:
+                        c, k = _char_multi(data, e, end, flags)
+                        if c & _S == 0:
+                            break
+                        last = e
+                        e += k
+                if crlf_end > 0:
+                    e = crlf_end
+                elif e < end and last > i:
+                    e = last
+            out[_u(n), 0] = i
+            out[_u(n), 1] = e
+            n += 1
+            i = e
+        d += 1
+        if d < ndocs:
+            i = docs[d, 0]
+    return n, d, i
+
+
+@_jit
+def _move_rows_down(out, dst, src, n):
+    """``out[dst:dst + n] = out[src:src + n]`` for ``dst <= src`` (overlap allowed; no temporary)."""
+    for r in range(n):
+        out[dst + r, 0] = out[src + r, 0]
+        out[dst + r, 1] = out[src + r, 1]
+
+
+@_jit
+def _cut_points(data, start, end, step, window):
+    """Positions in (start, end) where every named pattern is sure to end a piece.
+
+    After an ASCII letter, a U+0020 always starts a new piece in all four patterns (no
+    alternative runs from a letter into a space, and none looks behind), so a document may be
+    cut there and its halves scanned independently. One cut is looked for every ``step``
+    bytes, within ``window`` bytes.
+    """
+    cuts = np.empty(max(0, (end - start) // step) + 1, dtype=np.int64)
+    n = 0
+    target = start + step
+    while target < end:
+        stop = min(end, target + window)
+        p = target
+        while p < stop:
+            if data[p] == 0x20:
+                b = data[p - 1] | 0x20
+                if b >= 0x61 and b <= 0x7A:
+                    cuts[n] = p
+                    n += 1
+                    break
+            p += 1
+        target = max(p, target) + step
+    return cuts[:n]
+
+
+_KERNELS = {"gpt2": _split_gpt2, "r50k": _split_gpt2, "cl100k": _split_cl100k, "o200k": _split_o200k}
+SCANNER_NAMES = tuple(_KERNELS)
+
+# Below this many bytes a call stays on the calling thread whatever num_threads says.
+_PARALLEL_MIN_BYTES = 1 << 20
+
 
 def has_scanner(name: str) -> bool:
-    return False
+    """True if the named pattern has a Numba scanner."""
+    return name in _KERNELS
+
+
+def _default_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover (not Linux)
+        return os.cpu_count() or 1
+
+
+def _initial_capacity(nbytes: int) -> int:
+    # Real text averages 4-5 bytes a piece; a kernel that fills its output returns early and
+    # is resumed on a bigger one.
+    return nbytes // 3 + 64
+
+
+def _run_kernel(kernel, data, docs, flags, out):
+    """Scan the (non-empty) ``docs`` into ``out``, growing it if it fills up.
+
+    Returns ``(array, n)``: ``array[:n]`` are the pieces; ``array`` is ``out`` unless it grew.
+    """
+    n, d, i = kernel(data, docs, flags, out, 0, 0, docs[0, 0])
+    while d < len(docs):
+        left = int(docs[d, 1] - i) + int((docs[d + 1 :, 1] - docs[d + 1 :, 0]).sum())
+        grown = np.empty((n + left + 1, 2), dtype=np.int64)  # every piece has >= 1 byte
+        grown[:n] = out[:n]
+        out = grown
+        n, d, i = kernel(data, docs, flags, out, n, d, i)
+    return out, n
+
+
+def _scan(kernel, data, docs, flags) -> np.ndarray:
+    """Run ``kernel`` over ``docs`` on this thread; (n, 2) int64 spans."""
+    if not len(docs):
+        return np.zeros((0, 2), dtype=np.int64)
+    nbytes = int((docs[:, 1] - docs[:, 0]).sum())
+    # The output is allocated by NumPy, not inside the kernel: NumPy asks the kernel for huge
+    # pages on big arrays, which makes first-touching tens of MB 3-4x cheaper here.
+    out, n = _run_kernel(kernel, data, docs, flags, np.empty((_initial_capacity(nbytes), 2), dtype=np.int64))
+    return out[:n]
+
+
+def _scan_parallel(kernel, data, groups, flags) -> np.ndarray:
+    """Scan each group of documents on its own thread (the first on this one), into one array.
+
+    Every group writes into its own slice of a shared output; the slices are then moved
+    together, which copies less than concatenating separate arrays.
+    """
+    caps = [_initial_capacity(int((g[:, 1] - g[:, 0]).sum())) for g in groups]
+    offsets = np.concatenate(([0], np.cumsum(caps)))
+    out = np.empty((int(offsets[-1]), 2), dtype=np.int64)
+    views = [out[offsets[k] : offsets[k + 1]] for k in range(len(groups))]
+    # A pool per call: its ~0.1 ms start is small next to a >= 1 MiB scan, and callers on
+    # several threads never share (or shut down) one.
+    with ThreadPoolExecutor(max_workers=len(groups) - 1, thread_name_prefix="numtok-pretok") as pool:
+        futures = [pool.submit(_run_kernel, kernel, data, groups[k], flags, views[k]) for k in range(1, len(groups))]
+        results = [_run_kernel(kernel, data, groups[0], flags, views[0])] + [f.result() for f in futures]
+    if any(array is not view for (array, _), view in zip(results, views)):
+        return np.concatenate([array[:n] for array, n in results])
+    pos = results[0][1]
+    for k in range(1, len(groups)):
+        n = results[k][1]
+        _move_rows_down(out, pos, int(offsets[k]), n)
+        pos += n
+    return out[:pos]
+
+
+def _work_ranges(data: np.ndarray, docs: np.ndarray, parts: int) -> list[np.ndarray]:
+    """Split the document list into ``parts`` runs of about equal bytes, cutting big documents."""
+    lengths = docs[:, 1] - docs[:, 0]
+    total = int(lengths.sum())
+    share = max(1, total // parts)
+    big = np.flatnonzero(lengths > share)
+    if len(big):
+        pieces = []
+        prev = 0
+        for k in big.tolist():
+            pieces.append(docs[prev:k])
+            s, e = int(docs[k, 0]), int(docs[k, 1])
+            cuts = _cut_points(data, s, e, max(1, share // 2), 1 << 16)
+            bounds = np.concatenate(([s], cuts, [e]))
+            pieces.append(np.stack([bounds[:-1], bounds[1:]], axis=1))
+            prev = k + 1
+        pieces.append(docs[prev:])
+        docs = np.ascontiguousarray(np.concatenate(pieces), dtype=np.int64)
+        lengths = docs[:, 1] - docs[:, 0]
+    ends = np.cumsum(lengths)
+    splits = np.searchsorted(ends, share * np.arange(1, parts), side="left") + 1
+    groups = np.split(docs, np.unique(np.clip(splits, 0, len(docs))))
+    return [g for g in groups if len(g)]
+
+
+def split_named(data: np.ndarray, docs: np.ndarray, name: str, num_threads: int | None = None) -> np.ndarray:
+    """Pieces of the documents ``docs`` of ``data`` for the named pattern (checked inputs).
+
+    ``data`` is C-contiguous uint8, ``docs`` C-contiguous int64 (m, 2) within ``data``. With
+    ``num_threads=1`` (or under 1 MiB of text) the kernel runs on the calling thread; otherwise
+    the documents, big ones cut where every pattern ends a piece, are shared among that many
+    threads (default: the cores this process may use).
+    """
+    kernel = _KERNELS[name]
+    flags = class_table()
+    threads = _default_threads() if num_threads is None else int(num_threads)
+    if threads < 1:
+        raise ValueError(f"num_threads must be >= 1, not {num_threads}")
+    total = int((docs[:, 1] - docs[:, 0]).sum()) if len(docs) else 0
+    if threads == 1 or total < _PARALLEL_MIN_BYTES:
+        return _scan(kernel, data, docs, flags)
+    groups = _work_ranges(data, docs, threads)
+    if len(groups) <= 1:
+        return _scan(kernel, data, docs, flags)
+    return _scan_parallel(kernel, data, groups, flags)
+
+
+def warmup() -> None:
+    """Compile (or load from Numba's cache) every kernel, on a tiny input."""
+    data = np.frombuffer("It's 2024: 'LL ok\u0301 中文ABC\r\n  x".encode(), dtype=np.uint8)
+    docs = np.array([[0, len(data)]], dtype=np.int64)
+    for kernel in (_split_gpt2, _split_cl100k, _split_o200k):
+        _scan(kernel, data, docs, class_table())
+    _cut_points(data, 0, len(data), 4, 4)
+    _move_rows_down(np.zeros((2, 2), dtype=np.int64), 0, 1, 1)

@@ -40,24 +40,64 @@ def split_bytes(data: np.ndarray, docs: np.ndarray, pattern: str, num_threads: i
     """Pre-tokenize many documents held in one UTF-8 buffer.
 
     Args:
-        data: uint8 array of valid UTF-8.
-        docs: int64 array of shape (m, 2): the [start, end) byte range of each document;
-            no piece crosses a document boundary.
+        data: 1-D uint8 array (or bytes) of valid UTF-8. The named scanners never fail on
+            invalid UTF-8: each byte that starts no valid character counts as one "other"
+            character (like U+FFFD).
+        docs: integer array of shape (m, 2): the [start, end) byte range of each document;
+            no piece crosses a document boundary. Ranges should start and end on character
+            boundaries.
         pattern: a pattern name or a regex string.
-        num_threads: threads for the named scanners (default: all cores).
+        num_threads: threads for the named scanners (default: the cores this process may
+            use). With 1 the scan runs entirely on the calling thread; the kernels release
+            the GIL, so several Python threads may call this at once. Inputs under 1 MiB
+            always run on the calling thread.
 
     Returns:
         int64 array of shape (n, 2), the spans of all pieces, document by document.
     """
     name, pattern_string = resolve_pattern(pattern)
-    data = np.ascontiguousarray(data, dtype=np.uint8)
-    docs = np.ascontiguousarray(docs, dtype=np.int64).reshape(-1, 2)
+    data = _as_byte_array(data)
+    docs = _as_doc_ranges(docs, len(data))
+    if num_threads is not None:
+        if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)):
+            raise TypeError(f"num_threads must be an int or None, not {type(num_threads).__name__}")
+        if num_threads < 1:
+            raise ValueError(f"num_threads must be >= 1, not {num_threads}")
     if name is not None:
         from . import _scanners
 
         if _scanners.has_scanner(name):
             return _scanners.split_named(data, docs, name, num_threads)
     return _split_with_regex(data, docs, pattern_string)
+
+
+def _as_byte_array(data) -> np.ndarray:
+    """``data`` as a C-contiguous 1-D uint8 array (bytes-like objects are viewed, not copied)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return np.frombuffer(data, dtype=np.uint8)
+    if not isinstance(data, np.ndarray):
+        raise TypeError(f"data must be a uint8 NumPy array or bytes, not {type(data).__name__}")
+    if data.dtype != np.uint8 or data.ndim != 1:
+        raise ValueError(f"data must be a 1-D uint8 array, not {data.ndim}-D {data.dtype}")
+    return np.ascontiguousarray(data)
+
+
+def _as_doc_ranges(docs, size: int) -> np.ndarray:
+    """``docs`` as a C-contiguous int64 (m, 2) array of ranges inside ``[0, size]``."""
+    docs = np.asarray(docs)
+    if docs.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if docs.dtype.kind not in "iu":
+        raise TypeError(f"docs must hold integers, not {docs.dtype}")
+    if docs.ndim != 2 or docs.shape[1] != 2:
+        raise ValueError(f"docs must have shape (m, 2), not {docs.shape}")
+    docs = np.ascontiguousarray(docs, dtype=np.int64)
+    starts, ends = docs[:, 0], docs[:, 1]
+    bad = np.flatnonzero((starts < 0) | (ends < starts) | (ends > size))
+    if len(bad):
+        k = int(bad[0])
+        raise ValueError(f"docs[{k}] = {docs[k].tolist()} is not a range inside data of {size} bytes")
+    return docs
 
 
 def _split_with_regex(data: np.ndarray, docs: np.ndarray, pattern_string: str) -> np.ndarray:

@@ -1,0 +1,446 @@
+"""The Numba pre-tokenizers split exactly like ``regex.finditer`` on the named patterns.
+
+Reference: ``regex.finditer(NAMED_PATTERNS[name], text)`` on the text whose lone surrogates are
+replaced by U+FFFD, converted to UTF-8 byte offsets.
+
+``tests/data/sample_mixed.txt`` (~290 KB, shared with the trainer and encoder tests) was built
+once from text that may be shipped: the King James Bible (public domain, Debian's bible-kjv),
+CPython 3.11 sources, IDLE's NEWS.txt and the UTF-8 CJK test texts of CPython's test suite
+(PSF license), slices of the project's seed documents (shared/seeds), and ~70 KB of generated
+multilingual lines (French, German, Spanish, Russian, Greek, Turkish, Vietnamese, Arabic,
+Hebrew, Hindi, Thai, Japanese, Chinese, Korean words; numbers, emoji, contractions in every
+case, typographic apostrophes, NFD text, tabs, NBSP, ideographic spaces, CRLF, trailing
+whitespace).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import numtok
+from numtok import _scanners, _unicode
+from numtok._text import char_to_byte_offsets, utf8_bytes
+from numtok.patterns import NAMED_PATTERNS
+from numtok.pretokenize import pretokenize, split_bytes
+
+NAMES = ["gpt2", "r50k", "cl100k", "o200k"]
+SAMPLE = Path(__file__).parent / "data" / "sample_mixed.txt"
+
+# Code points where the scanners' classes differ from the installed regex module, per property
+# (inclusive ranges). Empty: the shipped table is built from Unicode 17.0.0 (unicodedata2
+# 17.0.1), the version of regex 2026.5.9's own tables. Should regex move to a newer Unicode
+# version, the code points it newly assigns (or re-categorizes) will show up here: list them
+# with a comment "newer Unicode version in regex" (numtok treats newly assigned code points as
+# "other", see numtok/_unicode.py), or regenerate the table with tools/gen_unicode_tables.py.
+EXPECTED_DIFFERENCES: dict[str, list[tuple[int, int]]] = {
+    "L": [],
+    "N": [],
+    "s": [],
+    "Lu": [],
+    "Ll": [],
+    "Lt": [],
+    "Lm": [],
+    "Lo": [],
+    "M": [],
+}
+DIFFERING_CODE_POINTS = frozenset(
+    cp for ranges in EXPECTED_DIFFERENCES.values() for a, b in ranges for cp in range(a, b + 1)
+)
+
+
+def regex_spans(text: str, name: str) -> np.ndarray:
+    """The reference: regex.finditer's pieces as UTF-8 byte spans (lone surrogates repaired)."""
+    text = utf8_bytes(text).decode("utf-8")
+    spans = np.array([m.span() for m in regex.finditer(NAMED_PATTERNS[name], text)], dtype=np.int64)
+    return char_to_byte_offsets(text)[spans.reshape(-1, 2)]
+
+
+def assert_same_split(text: str, name: str) -> None:
+    got = pretokenize(text, name)
+    want = regex_spans(text, name)
+    if got.shape == want.shape and (got == want).all():
+        return
+    data = utf8_bytes(text)
+    m = min(len(got), len(want))
+    k = next((j for j in range(m) if (got[j] != want[j]).any()), m)
+    show = lambda spans: [data[s:e].decode("utf-8", "replace") for s, e in spans[max(0, k - 2) : k + 3]]  # noqa: E731
+    raise AssertionError(
+        f"{name}: first difference at piece {k} in {text[:200]!r}\nnumtok: {show(got)}\nregex:  {show(want)}"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The class table
+
+
+def test_unicode_table_matches_regex():
+    """Every code point: our flags agree with regex's \\p{..} and \\s, except the listed ones."""
+    flags = _unicode.class_table()
+    ours = _unicode.decode_categories(flags)
+    everything = "".join(map(chr, range(_unicode.N_CODE_POINTS)))
+    props = {"L": r"\p{L}", "N": r"\p{N}", "s": r"\s", "Lu": r"\p{Lu}", "Ll": r"\p{Ll}", "Lt": r"\p{Lt}",
+             "Lm": r"\p{Lm}", "Lo": r"\p{Lo}", "M": r"\p{M}"}
+    found = {}
+    for key, prop in props.items():
+        theirs = np.zeros(_unicode.N_CODE_POINTS, dtype=bool)
+        for m in regex.finditer(prop + "+", everything):
+            theirs[m.start() : m.end()] = True
+        diff = np.flatnonzero(ours[key] != theirs)
+        ranges = []
+        for cp in diff.tolist():
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1][1] = cp
+            else:
+                ranges.append([cp, cp])
+        found[key] = [tuple(r) for r in ranges]
+    assert found == EXPECTED_DIFFERENCES
+
+
+def test_unicode_table_metadata_and_bits():
+    assert _unicode.unicode_version() == "17.0.0"
+    flags = _unicode.class_table()
+    assert flags.dtype == np.uint8 and flags.shape == (0x110000,) and not flags.flags.writeable
+    # The "other" bit is exactly "none of L, N, S"; \r and \n are whitespace.
+    lns = _unicode.BIT_L | _unicode.BIT_N | _unicode.BIT_S
+    assert (((flags & _unicode.BIT_O) != 0) == ((flags & lns) == 0)).all()
+    assert set(np.flatnonzero(flags & _unicode.BIT_CRLF).tolist()) == {10, 13}
+    assert flags[0x1C] & _unicode.BIT_O and not flags[0x1C] & _unicode.BIT_S  # str.isspace() differs
+    assert flags[0x85] & _unicode.BIT_S and flags[0x3000] & _unicode.BIT_S
+
+
+# --------------------------------------------------------------------------------------------
+# Real text
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sample_text_matches_regex(name):
+    text = SAMPLE.read_bytes().decode("utf-8")
+    assert 200_000 < len(text.encode()) < 400_000
+    assert_same_split(text, name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sample_lines_as_documents(name):
+    """Each line a document: split_bytes equals pretokenize document by document."""
+    text = SAMPLE.read_bytes().decode("utf-8")[:60_000]
+    data = np.frombuffer(utf8_bytes(text), dtype=np.uint8)
+    ends = np.flatnonzero(data == 0x0A) + 1
+    starts = np.r_[0, ends[:-1]]
+    docs = np.stack([starts, ends], axis=1)
+    want = np.concatenate([pretokenize(data[s:e].tobytes().decode(), name) + s for s, e in docs.tolist()])
+    got = split_bytes(data, docs, name, num_threads=1)
+    np.testing.assert_array_equal(got, want)
+
+
+# --------------------------------------------------------------------------------------------
+# Explicit cases
+
+EDGE_CASES = [
+    "",
+    " ",
+    "\n",
+    "a",
+    "Hello world",
+    "Hello  world",
+    "Hello   world  ",
+    "Hello world \n",
+    "word   ",
+    "   word",
+    "\t\tword",
+    " \tword",
+    "\u00a0word \u3000word\u2009x",
+    "a\n\nb",
+    "a \n \n b",
+    "a\r\n\r\nb\r\n",
+    "x\n  \n\t y",
+    "line\n    indented\n\n\tdone\n",
+    "  \n  ",
+    "a  \n",
+    "trailing spaces   ",
+    "ends with newline\n",
+    "ends with spaces and newline  \n",
+    "ends with newline then spaces\n  ",
+    "\r\r\n\n\r",
+    "x\x0b\x0c\x85\u2028\u2029y",
+    "x\x1c\x1d\x1e\x1fy",  # not \s for regex (str.isspace() says they are)
+    "it's I'm you're we've he'll she'd don't",
+    "IT'S I'M YOU'RE WE'VE HE'LL SHE'D DON'T",
+    "It'S i'M yOu'Re We'vE he'Ll She'D",
+    "'s 't 're 've 'm 'll 'd 'S 'T 'RE 'VE 'M 'LL 'D",
+    "'sup 'llama 'x ''s '",
+    "x'ſ x'ſt 'ſ Kelvin'K",
+    "it’s don’t O’Neil ’s",
+    " 's !'s ('s) \"'s\"",
+    "rock'n'roll y'all",
+    "1 12 123 1234 12345 123456 1234567",
+    "a1b22c333d4444",
+    "x=12345.678,9",
+    "٣٤٥٦ ١٢٣٤٥ Ⅻ½²",
+    "e\u0301 cafe\u0301 A\u0301BC \u0301ABC x\u0301\u0302y",
+    "\u0301\u0301 \u0301a",
+    "ǅemal ǈ ǋ Ǆ ǆ",
+    "ʰʷ ˈfoʊ ᵃb aʰ Aʰ ʰA",
+    "中文ABC 中文abc ABC中文 abc中文 中文",
+    "日本語テキスト、カタカナ。ひらがな!",
+    "HelloWorld HTMLParser getHTTPResponseCode iOS macOS",
+    "ÀÉÎ àéî ÀéÎ Straße STRASSE",
+    "😀😀 a😀b 👍🏽 👨‍👩‍👧 🇫🇷",
+    "a/b//c\n/d /\n/ x\r\n/",
+    "!!\n\n?? \r\n",
+    "path/to/file.txt https://example.com/a?b=c&d=e",
+    "def f(x):\n    return x  # comment\n",
+    "\ud800 \udfff a\ud83db \ud83d\ude00",
+    "\ufffd\ufffd x\ufffd",
+    "$$ $1 $a ¥100 €",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("text", EDGE_CASES)
+def test_edge_cases(name, text):
+    assert_same_split(text, name)
+
+
+def test_edge_cases_spot_checks():
+    """A few splits written out, so the semantics are visible (all also checked vs regex)."""
+
+    def pieces(text, name):
+        data = utf8_bytes(text)
+        return [data[s:e].decode() for s, e in pretokenize(text, name)]
+
+    assert pieces("Hello   world  ", "gpt2") == ["Hello", "  ", " world", "  "]
+    assert pieces("a \n \n b", "cl100k") == ["a", " \n \n", " b"]
+    assert pieces("ab  \n  ", "cl100k") == ["ab", "  \n  "]  # \s++$ first
+    assert pieces("ab  \n  ", "o200k") == ["ab", "  \n", "  "]  # no \s++$ in o200k
+    assert pieces("HE'LL it'S x'ſ it’s", "cl100k") == ["HE", "'LL", " it", "'S", " x", "'ſ", " it", "’s"]
+    assert pieces("HE'LL it’s", "gpt2") == ["HE", "'", "LL", " it", "’", "s"]
+    assert pieces("中文ABC \u0301ABC", "o200k") == ["中文", "ABC", " \u0301", "ABC"]
+    assert pieces("12345", "cl100k") == ["123", "45"]
+    assert pieces("x\n/ a", "o200k") == ["x", "\n", "/", " a"]
+
+
+# --------------------------------------------------------------------------------------------
+# Hypothesis
+
+# Characters from every category (surrogates included: pretokenize repairs them first), less
+# the code points whose class is listed as differing from regex.
+any_char = st.characters(codec=None, categories=None, exclude_categories=()).filter(
+    lambda c: ord(c) not in DIFFERING_CODE_POINTS
+)
+TRICKY_PIECES = [
+    " ", " ", " ", "  ", "\n", "\n", "\r", "\r\n", "\t", "\u00a0", "\u3000", "\x0b", "\x1c",
+    "'", "'", "s", "S", "t", "LL", "ll", "re", "VE", "m", "D", "ſ", "’s", "’",
+    "a", "word", "Word", "WORD", "é", "e\u0301", "\u0301", "\u0903", "ǅ", "ʰ", "ª", "中", "文字", "ア",
+    "1", "23", "4567", "٣", "½", "Ⅻ",
+    "/", "!", ".", "(", "-", "$", "😀", "👍🏽", "\u200d", "\ufffd", "\ud800",
+]
+tricky_text = st.lists(st.sampled_from(TRICKY_PIECES), max_size=40).map("".join)
+mixed_text = st.lists(st.one_of(st.sampled_from(TRICKY_PIECES), any_char), max_size=40).map("".join)
+
+SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("name", NAMES)
+@SETTINGS
+@given(text=st.text(alphabet=any_char, max_size=60))
+def test_any_characters_match_regex(name, text):
+    assert_same_split(text, name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@SETTINGS
+@given(text=tricky_text)
+def test_tricky_pieces_match_regex(name, text):
+    assert_same_split(text, name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@SETTINGS
+@given(text=mixed_text)
+def test_mixed_pieces_match_regex(name, text):
+    assert_same_split(text, name)
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=st.one_of(tricky_text, mixed_text, st.text(alphabet=any_char)))
+def test_gpt2_and_r50k_regexes_split_identically(text):
+    """Why one scanner serves both: the two regexes themselves agree (see _scanners' docs)."""
+    text = utf8_bytes(text).decode()
+    gpt2 = [m.span() for m in regex.finditer(NAMED_PATTERNS["gpt2"], text)]
+    r50k = [m.span() for m in regex.finditer(NAMED_PATTERNS["r50k"], text)]
+    assert gpt2 == r50k
+
+
+# --------------------------------------------------------------------------------------------
+# split_bytes: documents, threads, robustness
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(mixed_text, max_size=12))
+def test_split_bytes_documents(name, texts):
+    """Documents are split independently: no piece crosses a boundary (also empty documents)."""
+    blobs = [utf8_bytes(t) for t in texts]
+    data = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+    ends = np.cumsum([len(b) for b in blobs], dtype=np.int64)
+    docs = np.stack([ends - [len(b) for b in blobs], ends], axis=1) if blobs else np.zeros((0, 2), np.int64)
+    want = [pretokenize(t, name) + s for t, s in zip(texts, docs[:, 0].tolist())]
+    want = np.concatenate(want) if want else np.zeros((0, 2), np.int64)
+    np.testing.assert_array_equal(split_bytes(data, docs, name, num_threads=1), want)
+    np.testing.assert_array_equal(split_bytes(data.tobytes(), docs.astype(np.int32), name, num_threads=1), want)
+
+
+def test_split_bytes_subranges_and_order():
+    data = np.frombuffer(b"hello world. foo  bar\n", dtype=np.uint8)
+    docs = np.array([[13, 22], [0, 5], [5, 5], [6, 12]])
+    got = split_bytes(data, docs, "cl100k", num_threads=1)
+    assert [data[s:e].tobytes() for s, e in got] == [b"foo", b" ", b" bar", b"\n", b"hello", b"world", b"."]
+
+
+@pytest.fixture
+def small_parallel_threshold(monkeypatch):
+    monkeypatch.setattr(_scanners, "_PARALLEL_MIN_BYTES", 1)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_threads_give_the_same_pieces(name, threads, small_parallel_threshold):
+    text = SAMPLE.read_bytes().decode("utf-8")
+    data = np.frombuffer(utf8_bytes(text), dtype=np.uint8)
+    one_doc = np.array([[0, len(data)]])
+    want = split_bytes(data, one_doc, name, num_threads=1)
+    # One big document, cut where every pattern ends a piece.
+    np.testing.assert_array_equal(split_bytes(data, one_doc, name, num_threads=threads), want)
+    # Many documents of very different sizes.
+    cuts = np.unique(np.r_[0, np.flatnonzero(data == 0x0A)[::37] + 1, len(data)])
+    docs = np.stack([cuts[:-1], cuts[1:]], axis=1)
+    want = split_bytes(data, docs, name, num_threads=1)
+    np.testing.assert_array_equal(split_bytes(data, docs, name, num_threads=threads), want)
+
+
+def test_cut_points_are_piece_boundaries():
+    text = SAMPLE.read_bytes().decode("utf-8")
+    data = np.frombuffer(utf8_bytes(text), dtype=np.uint8)
+    cuts = _scanners._cut_points(data, 0, len(data), 997, 4096)
+    assert len(cuts) > 100
+    for name in NAMES:
+        starts = set(pretokenize(text, name)[:, 0].tolist())
+        assert set(cuts.tolist()) <= starts
+
+
+def test_two_python_threads_at_once():
+    """The kernels release the GIL; two callers with num_threads=1 get their own results."""
+    text = SAMPLE.read_bytes().decode("utf-8")
+    data = np.frombuffer(utf8_bytes(text), dtype=np.uint8)
+    docs = np.array([[0, len(data)]])
+    want = {name: split_bytes(data, docs, name, num_threads=1) for name in ("gpt2", "o200k")}
+    results, errors = {}, []
+
+    def work(name):
+        try:
+            for _ in range(3):
+                results[name] = split_bytes(data, docs, name, num_threads=1)
+        except Exception as exc:  # pragma: no cover
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in want]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for name in want:
+        np.testing.assert_array_equal(results[name], want[name])
+    for kernel in (_scanners._split_gpt2, _scanners._split_cl100k, _scanners._split_o200k):
+        assert kernel.targetoptions["nogil"]
+
+
+def test_output_growth_on_tiny_pieces():
+    """Text with ~1 byte a piece overflows the first output estimate; the kernel resumes."""
+    text = "a!" * 5000 + "\n" + "1 " * 4000
+    for name in NAMES:
+        assert_same_split(text, name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=150, deadline=None)
+@given(raw=st.binary(max_size=64))
+def test_invalid_utf8_never_fails(name, raw):
+    """Bytes that are not UTF-8 still give pieces that tile each document."""
+    data = np.frombuffer(raw + b"ok \xe4\xb8", dtype=np.uint8)
+    mid = len(raw) // 2
+    docs = np.array([[0, mid], [mid, len(data) - 2], [len(data) - 2, len(data)]])
+    got = split_bytes(data, docs, name, num_threads=1)
+    for s, e in docs.tolist():
+        mine = got[(got[:, 0] >= s) & (got[:, 1] <= e)]
+        assert mine[:, 0].tolist() == [s] + mine[:-1, 1].tolist() if len(mine) else s == e
+        assert (len(mine) == 0 and s == e) or mine[-1, 1] == e
+    assert len(got) == sum(((got[:, 0] >= s) & (got[:, 1] <= e)).sum() for s, e in docs.tolist())
+
+
+def test_input_validation():
+    data = np.frombuffer(b"hello", dtype=np.uint8)
+    with pytest.raises(ValueError, match="1-D uint8"):
+        split_bytes(data.astype(np.int64), [[0, 5]], "gpt2")
+    with pytest.raises(TypeError):
+        split_bytes("hello", [[0, 5]], "gpt2")
+    with pytest.raises(ValueError, match="shape"):
+        split_bytes(data, [0, 5], "gpt2")
+    with pytest.raises(ValueError, match="inside data"):
+        split_bytes(data, [[0, 6]], "gpt2")
+    with pytest.raises(ValueError, match="inside data"):
+        split_bytes(data, [[3, 2]], "gpt2")
+    with pytest.raises(TypeError):
+        split_bytes(data, [[0.0, 5.0]], "gpt2")
+    with pytest.raises(ValueError, match="num_threads"):
+        split_bytes(data, [[0, 5]], "gpt2", num_threads=0)
+    with pytest.raises(TypeError):
+        pretokenize(b"hello", "gpt2")
+    assert split_bytes(data, np.zeros((0, 2), np.int64), "gpt2").shape == (0, 2)
+    assert pretokenize("", "o200k").shape == (0, 2)
+    assert pretokenize("x", "o200k").dtype == np.int64
+
+
+def test_pattern_aliases_use_the_scanners():
+    text = "It's 2024, isn't it?"
+    for name in NAMES:
+        want = pretokenize(text, name)
+        np.testing.assert_array_equal(pretokenize(text, NAMED_PATTERNS[name]), want)
+    np.testing.assert_array_equal(pretokenize(text, "cl100k_base"), pretokenize(text, "cl100k"))
+
+
+# --------------------------------------------------------------------------------------------
+# tiktoken, where its pieces can be observed
+
+REF_DIR = Path(__file__).resolve().parents[2] / "shared" / "ref"
+
+
+@pytest.mark.parametrize("name,encoding", [("r50k", "r50k_base"), ("cl100k", "cl100k_base"), ("o200k", "o200k_base")])
+def test_tiktoken_splits_the_same(name, encoding):
+    """tiktoken never merges across our pieces, and with each of our pieces a token of its
+    own it encodes the text as exactly those pieces (its Rust regex runs the same pattern)."""
+    tiktoken = pytest.importorskip("tiktoken")
+    text = SAMPLE.read_bytes().decode("utf-8")[:80_000]
+    data = utf8_bytes(text)
+    pieces = [data[s:e] for s, e in pretokenize(text, name)]
+    ranks = {bytes([b]): b for b in range(256)}
+    for p in pieces:
+        ranks.setdefault(p, len(ranks))
+    enc = tiktoken.Encoding(f"numtok-{name}", pat_str=NAMED_PATTERNS[name], mergeable_ranks=ranks, special_tokens={})
+    assert [enc.decode_single_token_bytes(t) for t in enc.encode_ordinary(text)] == pieces
+
+    path = REF_DIR / f"{encoding}.tiktoken"
+    if path.exists():  # the real vocabulary: token boundaries refine our piece boundaries
+        from tiktoken.load import load_tiktoken_bpe
+
+        ranks = load_tiktoken_bpe(str(path))
+        real = tiktoken.Encoding(encoding, pat_str=NAMED_PATTERNS[name], mergeable_ranks=ranks, special_tokens={})
+        ends = np.cumsum([len(real.decode_single_token_bytes(t)) for t in real.encode_ordinary(text)])
+        assert set(pretokenize(text, name)[:, 1].tolist()) <= set(ends.tolist())
