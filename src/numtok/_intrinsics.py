@@ -30,3 +30,18 @@ def prefetch(typingctx, arr, idx):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def load_u64(typingctx, arr, idx):
+    """The 8 bytes at ``arr[idx]`` as a little-endian uint64 (unaligned load, no checks)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and arr.dtype == types.uint8):
+        return None
+    sig = types.uint64(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+
+    return sig, codegen

@@ -55,11 +55,10 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from llvmlite import ir as llvm_ir
-from numba import njit, types
-from numba.core.extending import intrinsic
+from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+from ._intrinsics import load_u64 as _load_u64
 from ._unicode import BIT_CRLF, BIT_L, BIT_N, BIT_O, BIT_S, BIT_U, BIT_W, class_table
 
 __all__ = ["has_scanner", "split_named", "warmup", "SCANNER_NAMES"]
@@ -81,21 +80,6 @@ _jit = njit(cache=True, nogil=True)
 # select per access, measured 5-13% of the kernels' time); every index here is >= 0.
 _u = np.uint64
 _inline = njit(cache=True, nogil=True, inline="always")
-
-
-@intrinsic
-def _load_u64(typingctx, arr, idx):
-    """The 8 bytes at ``arr[idx]`` as a little-endian uint64 (unaligned load, no checks)."""
-    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and arr.dtype == types.uint8):
-        return None
-    sig = types.uint64(arr, idx)
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        ptr = builder.gep(ary.data, [args[1]])
-        return builder.load(builder.bitcast(ptr, llvm_ir.IntType(64).as_pointer()), align=1)
-
-    return sig, codegen
 
 
 _HI = np.uint64(0x8080808080808080)

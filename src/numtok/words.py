@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._intrinsics import prefetch
-from ._scanners import _load_u64
+from ._intrinsics import load_u64 as _load_u64, prefetch
 
 # A table row: the key, the word's index, its count and its first position. Words of up to 7
 # bytes are their own key (bytes packed little-endian, length in the top byte), so the common
