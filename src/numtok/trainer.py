@@ -58,6 +58,7 @@ def train_bpe(
     units: str = "bytes",
     unk_token: str | None = None,
     end_of_word: str | None = None,
+    field: str = "text",
 ):
     """Train a byte-level BPE tokenizer on a corpus.
 
@@ -85,6 +86,7 @@ def train_bpe(
             id after the special tokens (and counts in vocab_size).
         end_of_word: a symbol appended to every word (Sennrich's "</w>"), merged like any
             other. HF instead glues its ``end_of_word_suffix`` to the last character.
+        field: the field of ``.jsonl`` records that holds the text.
 
     Returns:
         A :class:`numtok.Tokenizer` with ``merges`` and ``vocab``.
@@ -97,7 +99,7 @@ def train_bpe(
     options = _Options.check(vocab_size, pattern, special_tokens, min_frequency, max_token_length,
                              tie_break, alphabet, units, unk_token, end_of_word)
     started = time.perf_counter()
-    counter, corpus_bytes = _count_words(source, options, show_progress, num_threads)
+    counter, corpus_bytes = _count_words(source, options, show_progress, num_threads, field)
     holder = [counter]
     del counter  # the holder owns it now, so it is freed as soon as the words are symbolized
     return _train_from_counter(holder, options, show_progress, started, corpus_bytes)
@@ -116,6 +118,7 @@ def train_bpe_from_counts(counts: Mapping, vocab_size: int, **options):
     """
     show_progress = options.pop("show_progress", None)
     options.pop("num_threads", None)
+    options.pop("field", None)
     checked = _Options.check(vocab_size, **options)
     if not isinstance(counts, Mapping):
         raise TypeError(f"counts must be a mapping {{word: count}}, not {type(counts).__name__}")
@@ -202,7 +205,7 @@ class _Options:
         return self
 
 
-def _count_words(source, options: _Options, show_progress, num_threads) -> tuple[WordCounter, int]:
+def _count_words(source, options: _Options, show_progress, num_threads, field: str = "text") -> tuple[WordCounter, int]:
     """Pre-tokenize and count the corpus on up to two threads (one WordCounter each)."""
     threads = max(1, min(2, num_threads or os.cpu_count() or 1))
     counters = [WordCounter() for _ in range(threads)]
@@ -216,7 +219,7 @@ def _count_words(source, options: _Options, show_progress, num_threads) -> tuple
 
     with ThreadPoolExecutor(threads) as pool:
         pending = []
-        for chunk in iter_chunks(source, special_tokens=options.special_tokens):
+        for chunk in iter_chunks(source, special_tokens=options.special_tokens, field=field):
             for future in pending:  # the previous chunk; reading this one overlapped with it
                 future.result()
             pending = [pool.submit(work, k, chunk.data, part, position)
