@@ -22,7 +22,7 @@ _LONG_TAG = np.uint64(0xFF) << np.uint64(56)
 _LOW56 = (np.uint64(1) << np.uint64(56)) - np.uint64(1)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _word_key(data, start, end):
     n = end - start
     if n <= 7:
@@ -48,7 +48,7 @@ def _word_key(data, start, end):
     return np.int64((h & _LOW56) | _LONG_TAG)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _slot_of(key, mask):
     h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
     return np.int64((h >> np.uint64(32)) & np.uint64(mask))
