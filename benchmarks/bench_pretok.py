@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from numtok.pretokenize import split_bytes
+from numtok.pretokenizers import split_bytes
 
 from .common import corpus_path
 

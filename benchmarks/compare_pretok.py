@@ -24,7 +24,7 @@ import regex
 
 from numtok._text import char_to_byte_offsets
 from numtok.patterns import NAMED_PATTERNS
-from numtok.pretokenize import split_bytes
+from numtok.pretokenizers import split_bytes
 
 
 def _median_seconds(fn, repeat: int) -> float:

@@ -28,7 +28,7 @@ import numtok
 from numtok import _scanners, _unicode
 from numtok._text import char_to_byte_offsets, utf8_bytes
 from numtok.patterns import NAMED_PATTERNS
-from numtok.pretokenize import pretokenize, split_bytes
+from numtok.pretokenizers import pretokenize, split_bytes
 
 NAMES = ["gpt2", "r50k", "cl100k", "o200k"]
 SAMPLE = Path(__file__).parent / "data" / "sample_mixed.txt"

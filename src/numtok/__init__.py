@@ -14,9 +14,10 @@ __version__ = "0.1.0"
 
 # Public names and the module that defines each. Modules are imported on first use, so
 # `import numtok` stays cheap and a tool that needs only one part pays only for that part.
+# (No module is named like a public function: importing it would shadow the function.)
 _EXPORTS = {
-    "pretokenize": "pretokenize",
-    "split_bytes": "pretokenize",
+    "pretokenize": "pretokenizers",
+    "split_bytes": "pretokenizers",
     "NAMED_PATTERNS": "patterns",
     "train_bpe": "trainer",
     "train_bpe_from_counts": "trainer",

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _bpe_kernels
 from .patterns import resolve_pattern
-from .pretokenize import split_bytes
+from .pretokenizers import split_bytes
 from .progress import Progress
 from .sources import iter_chunks, source_size
 from .words import WordCounter
