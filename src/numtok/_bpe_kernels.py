@@ -44,7 +44,7 @@ _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 _POLY = np.uint64(0x100000001B3)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _mix(key, mask):
     h = np.uint64(key) * _HASH_MUL
     h ^= h >> np.uint64(29)
@@ -160,7 +160,7 @@ def _reserve_pool(pairs, n_pairs, pool, st, extra):
 # heap of (count, aux, pair row): best = higher count, then lower aux
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _better(heap, i, j):
     return heap[i, 0] > heap[j, 0] or (heap[i, 0] == heap[j, 0] and heap[i, 1] < heap[j, 1])
 
