@@ -9,13 +9,11 @@ or compile + first call) is timed in a fresh interpreter by ``PretokFirstCall``.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from numtok.pretokenizers import split_bytes
 
-from .common import corpus_path
+from .common import corpus_bytes, corpus_path, line_docs, mb_per_s
 
 PATTERNS = ["gpt2", "r50k", "cl100k", "o200k"]
 
@@ -28,12 +26,9 @@ class Pretokenize:
     number = 1
 
     def setup(self, pattern):
-        with open(corpus_path(10), "rb") as f:
-            self.data = np.frombuffer(f.read(), dtype=np.uint8)
+        self.data = corpus_bytes(corpus_path(10))
         self.one_doc = np.array([[0, len(self.data)]], dtype=np.int64)
-        ends = np.flatnonzero(self.data == 0x0A) + 1
-        ends = np.r_[ends, len(self.data)] if not len(ends) or ends[-1] != len(self.data) else ends
-        self.lines = np.stack([np.r_[0, ends[:-1]], ends], axis=1)
+        self.lines = line_docs(self.data)
         # Compile (or load from Numba's cache) before timing.
         split_bytes(self.data[:4096], [[0, 4096]], pattern, num_threads=1)
 
@@ -47,12 +42,7 @@ class Pretokenize:
         split_bytes(self.data, self.lines, pattern, num_threads=1)
 
     def track_mb_per_s(self, pattern):
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            split_bytes(self.data, self.one_doc, pattern, num_threads=1)
-            best = min(best, time.perf_counter() - t0)
-        return len(self.data) / best / 1e6
+        return mb_per_s(lambda: split_bytes(self.data, self.one_doc, pattern, num_threads=1), len(self.data), 3)
 
     track_mb_per_s.unit = "MB/s"
 

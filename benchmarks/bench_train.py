@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import numtok
 
-from .common import corpus_path
+from .common import TrainingSuite
 
 
-class TrainBPE:
+class TrainBPE(TrainingSuite):
     params = ([4096, 32768],)
-    param_names = ["vocab_size"]
-    timeout = 900
-    number = 1
-    repeat = 3
-
-    def setup(self, vocab_size):
-        self.path = corpus_path(10)
-        # Compile (or load from cache) every kernel before timing.
-        numtok.train_bpe(["warm up the kernels, warm up"] * 4, 300)
 
     def time_train(self, vocab_size):
         numtok.train_bpe(self.path, vocab_size)

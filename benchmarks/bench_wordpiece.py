@@ -12,7 +12,7 @@ from pathlib import Path
 import numtok
 from numtok.wordpiece import WordPiece
 
-from .common import corpus_path, corpus_text
+from .common import TrainingSuite, corpus_path, corpus_text, mb_per_s, warm_up_wordpiece
 
 ENCODE_BYTES = 4_000_000
 
@@ -26,23 +26,9 @@ def bert_tokenizer() -> WordPiece:
     return numtok.train_wordpiece(corpus_path(10), 30522)
 
 
-def _warm_up() -> None:
-    """Compile (or load from the Numba cache) every kernel before anything is timed."""
-    wp = numtok.train_wordpiece(["warm up the kernels, warm up"] * 3, 40)
-    wp.decode(wp.encode("warm up"))
-    wp.encode_batch(["a", "b"])
-
-
-class TrainWordPiece:
+class TrainWordPiece(TrainingSuite):
     params = ([8000, 30522],)
-    param_names = ["vocab_size"]
-    timeout = 900
-    number = 1
-    repeat = 3
-
-    def setup(self, vocab_size):
-        self.path = corpus_path(10)
-        _warm_up()
+    warm_up = staticmethod(warm_up_wordpiece)
 
     def time_train(self, vocab_size):
         numtok.train_wordpiece(self.path, vocab_size)
@@ -61,7 +47,7 @@ class TrainWordPieceFromCounts:
     def setup(self):
         from numtok.bert import pre_tokenize
 
-        _warm_up()
+        warm_up_wordpiece()
         counts: dict[str, int] = {}
         for w in pre_tokenize(corpus_text(10, limit=3_000_000)):
             counts[w] = counts.get(w, 0) + 1
@@ -77,7 +63,7 @@ class EncodeBert:
     timeout = 600
 
     def setup(self):
-        _warm_up()
+        warm_up_wordpiece()
         self.wp = bert_tokenizer()
         self.text = corpus_text(10, limit=ENCODE_BYTES)
         self.lines = self.text.splitlines()
@@ -101,18 +87,14 @@ class EncodeBert:
         self.wp.encode(self.text)
 
     def track_encode_mb_per_second(self):
-        import time
-
-        t0 = time.perf_counter()
-        self.wp.encode(self.text)
-        return len(self.text.encode("utf-8")) / 1e6 / (time.perf_counter() - t0)
+        return mb_per_s(lambda: self.wp.encode(self.text), len(self.text.encode("utf-8")))
 
     track_encode_mb_per_second.unit = "MB/s"
 
 
 class DecodeBert:
     def setup(self):
-        _warm_up()
+        warm_up_wordpiece()
         self.wp = bert_tokenizer()
         self.ids = self.wp.encode(corpus_text(10, limit=ENCODE_BYTES))
 

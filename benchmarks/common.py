@@ -1,4 +1,5 @@
-"""Benchmark inputs: the corpus named by NUMTOK_BENCH_CORPUS, or a generated one.
+"""Benchmark inputs (the corpus named by NUMTOK_BENCH_CORPUS, or a generated one) and the
+warm-up and timing loops the asv suites and the compare_* scripts share.
 
 Build the real corpora with ``sudo ../shared/corpus/build-corpus DIR`` and point
 NUMTOK_BENCH_CORPUS at ``DIR/mixed-10M.txt`` (or 100M); without it a deterministic synthetic
@@ -8,7 +9,9 @@ corpus of mixed scripts is generated under the system temp directory.
 from __future__ import annotations
 
 import os
+import statistics
 import tempfile
+import time
 
 import numpy as np
 
@@ -33,6 +36,79 @@ def corpus_path(megabytes: int = 10) -> str:
 def corpus_text(megabytes: int = 10, limit: int | None = None) -> str:
     with open(corpus_path(megabytes), encoding="utf-8") as f:
         return f.read(limit) if limit else f.read()
+
+
+def corpus_bytes(path: str) -> np.ndarray:
+    """The file's bytes as a uint8 array."""
+    with open(path, "rb") as f:
+        return np.frombuffer(f.read(), dtype=np.uint8)
+
+
+def line_docs(data: np.ndarray) -> np.ndarray:
+    """(start, end) byte ranges of the lines of ``data`` (with their line endings), int64 (m, 2)."""
+    ends = np.flatnonzero(data == 0x0A) + 1
+    if not len(ends) or ends[-1] != len(data):
+        ends = np.r_[ends, len(data)]
+    return np.stack([np.r_[0, ends[:-1]], ends], axis=1)
+
+
+def warm_up_bpe() -> None:
+    """Compile (or load from the Numba cache) the BPE training kernels before anything is timed."""
+    import numtok
+
+    numtok.train_bpe(["warm up the kernels, warm up"] * 4, 300)
+
+
+def warm_up_wordpiece() -> None:
+    """Compile (or load from the Numba cache) every WordPiece kernel before anything is timed."""
+    import numtok
+
+    wp = numtok.train_wordpiece(["warm up the kernels, warm up"] * 3, 40)
+    wp.decode(wp.encode("warm up"))
+    wp.encode_batch(["a", "b"])
+
+
+class TrainingSuite:
+    """asv settings shared by the training suites (a subclass sets ``params`` and may set
+    ``warm_up``): one call a sample, three samples, the 10 MB corpus's path in ``self.path``."""
+
+    param_names = ["vocab_size"]
+    timeout = 900
+    number = 1
+    repeat = 3
+    warm_up = staticmethod(warm_up_bpe)
+
+    def setup(self, vocab_size):
+        self.path = corpus_path(10)
+        self.warm_up()
+
+
+def timings(fn, repeat: int) -> list[float]:
+    """Wall seconds of ``repeat`` calls of ``fn``."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def median_seconds(fn, repeat: int) -> float:
+    return statistics.median(timings(fn, repeat))
+
+
+def interleaved(contenders: dict, repeat: int) -> dict:
+    """Median seconds of each contender, running them round-robin ``repeat`` times."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repeat):
+        for name, fn in contenders.items():
+            times[name] += timings(fn, 1)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def mb_per_s(fn, nbytes: int, repeat: int = 1) -> float:
+    """Throughput of ``fn`` over ``nbytes`` bytes, from the fastest of ``repeat`` calls."""
+    return nbytes / min(timings(fn, repeat)) / 1e6
 
 
 def generate_text(n_bytes: int, seed: int = 0) -> str:

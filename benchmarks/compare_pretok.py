@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
+import sys
 
 import numpy as np
 import regex
@@ -26,14 +25,9 @@ from numtok._text import char_to_byte_offsets
 from numtok.patterns import NAMED_PATTERNS
 from numtok.pretokenizers import split_bytes
 
-
-def _median_seconds(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.common import corpus_bytes, line_docs, median_seconds  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -47,16 +41,9 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args(argv)
 
-    with open(args.corpus, "rb") as f:
-        raw = f.read()
-    data = np.frombuffer(raw, dtype=np.uint8)
-    if args.docs == "one":
-        docs = np.array([[0, len(data)]], dtype=np.int64)
-    else:
-        ends = np.flatnonzero(data == 0x0A) + 1
-        if not len(ends) or ends[-1] != len(data):
-            ends = np.r_[ends, len(data)]
-        docs = np.stack([np.r_[0, ends[:-1]], ends], axis=1)
+    data = corpus_bytes(args.corpus)
+    raw = data.tobytes()
+    docs = np.array([[0, len(data)]], dtype=np.int64) if args.docs == "one" else line_docs(data)
     # The regex prefix ends on a line boundary (and so on a character boundary).
     cut = raw.rfind(b"\n", 0, int(args.regex_mb * 1e6)) + 1 or len(raw)
     prefix = raw[:cut].decode("utf-8")
@@ -76,8 +63,8 @@ def main(argv=None) -> int:
     print("-" * len(header))
     for name in args.patterns.split(","):
         split_bytes(data[:1000], [[0, 1000]], name, num_threads=1)  # compile / load the cache
-        t1 = _median_seconds(lambda: split_bytes(data, docs, name, num_threads=1), args.repeat)
-        tn = _median_seconds(lambda: split_bytes(data, docs, name, num_threads=threads), args.repeat)
+        t1 = median_seconds(lambda: split_bytes(data, docs, name, num_threads=1), args.repeat)
+        tn = median_seconds(lambda: split_bytes(data, docs, name, num_threads=threads), args.repeat)
         pieces = len(split_bytes(data, docs, name, num_threads=1))
         compiled = regex.compile(NAMED_PATTERNS[name])
         spans = None
@@ -86,7 +73,7 @@ def main(argv=None) -> int:
             nonlocal spans
             spans = [m.span() for m in compiled.finditer(prefix)]
 
-        tr = _median_seconds(run_regex, max(1, min(args.repeat, 3)))
+        tr = median_seconds(run_regex, max(1, min(args.repeat, 3)))
         if args.check:
             want = char_to_byte_offsets(prefix)[np.array(spans, dtype=np.int64).reshape(-1, 2)]
             got = split_bytes(data[:prefix_bytes], [[0, prefix_bytes]], name, num_threads=1)

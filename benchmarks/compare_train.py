@@ -22,6 +22,13 @@ import tempfile
 
 GPT2 = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
+# Prepended to every child: the corpus's lines, for the libraries that train from an iterator.
+LINES = """
+def lines():
+    with open(PATH, encoding="utf-8") as f:
+        yield from f
+"""
+
 CHILD = {
     "numtok": """
 import numtok
@@ -55,9 +62,6 @@ merges = None
 """,
     "rustbpe": """
 import rustbpe
-def lines():
-    with open(PATH, encoding="utf-8") as f:
-        yield from f
 tok = rustbpe.Tokenizer()
 t0 = time.perf_counter()
 tok.train_from_iterator(lines(), VOCAB, pattern=GPT2)
@@ -66,9 +70,6 @@ merges = None
 """,
     "bpeasy": """
 import bpeasy
-def lines():
-    with open(PATH, encoding="utf-8") as f:
-        yield from f
 t0 = time.perf_counter()
 vocab = bpeasy.train_bpe(lines(), GPT2, 128, VOCAB)
 elapsed = time.perf_counter() - t0
@@ -81,6 +82,7 @@ def run_child(name: str, path: str, vocab: int, threads: int, out_json: str) -> 
     code = (
         "import json, time\n"
         f"PATH = {path!r}; VOCAB = {vocab}; THREADS = {threads}; GPT2 = {GPT2!r}\n"
+        + LINES
         + CHILD[name]
         + f"\njson.dump({{'elapsed': elapsed, 'merges': merges}}, open({out_json!r}, 'w'))\n"
     )

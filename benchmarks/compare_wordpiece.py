@@ -21,31 +21,14 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ.setdefault("RAYON_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
+import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.common import interleaved, warm_up_bpe, warm_up_wordpiece  # noqa: E402
+
 DEFAULT_TOKENIZER = Path(__file__).resolve().parents[2] / "shared" / "ref" / "bert_uncased_tokenizer.json"
-
-
-def median_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def interleaved(contenders: dict, repeat: int) -> dict:
-    """Median seconds of each contender, running them round-robin ``repeat`` times."""
-    times: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(repeat):
-        for name, fn in contenders.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def compare_encode(corpus: str, tokenizer: str, megabytes: float, repeat: int) -> None:
@@ -93,8 +76,8 @@ def compare_train(corpus: str, vocab_size: int, repeat: int) -> None:
     import numtok
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-    numtok.train_wordpiece(["load the compiled kernels: warm up"], 40)
-    numtok.train_bpe(["load the compiled kernels: warm up"], 260)
+    warm_up_wordpiece()
+    warm_up_bpe()
 
     def hf_wordpiece():
         tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))

@@ -193,6 +193,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# How main reports a file that cannot be opened (the first that matches).
+_FILE_ERRORS = ((FileNotFoundError, "no such file"), (IsADirectoryError, "is a directory"), (PermissionError, "permission denied"))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``numtok`` console script; returns the exit code."""
     parser = build_parser()
@@ -205,12 +209,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args) or 0
     except UserError as exc:
         return _fail(f"{args.command}: {exc}", 2)
-    except FileNotFoundError as exc:
-        return _fail(f"{args.command}: no such file: {exc.filename or exc}", 2)
-    except IsADirectoryError as exc:
-        return _fail(f"{args.command}: is a directory: {exc.filename or exc}", 2)
-    except PermissionError as exc:
-        return _fail(f"{args.command}: permission denied: {exc.filename or exc}", 2)
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        what = next(text for kind, text in _FILE_ERRORS if isinstance(exc, kind))
+        return _fail(f"{args.command}: {what}: {exc.filename or exc}", 2)
     except ValueError as exc:
         return _fail(f"{args.command}: {exc}", 2)
     except OSError as exc:
@@ -383,13 +384,15 @@ def cmd_train(args) -> int:
 def _training_sequences(files: list[str], field: str) -> Iterator[str]:
     """What the trainer reads from paths: .jsonl records' ``field``, .txt lines (with their
     line endings)."""
+    from .sources import _open_binary
+
     for path in files:
         inner = path[:-3] if path.endswith(".gz") else path
         if inner.endswith(".jsonl"):
             yield from (seg.text for seg in _jsonl_segments(path, field, 0))
             continue
         offset = 0
-        with _open(path) as f:
+        with _open_binary(path) as f:
             for raw in f:
                 yield _decode_utf8(raw, path, offset)
                 offset += len(raw)
@@ -422,15 +425,6 @@ class _Segment:
     consumed: int  # input bytes read so far, over all files (compressed bytes for .gz)
 
 
-def _open(path: str):
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
-
-
-def _raw_tell(f) -> int:
-    inner = getattr(f, "fileobj", None)
-    return (inner if inner is not None else f).tell()
-
-
 def _decode_utf8(raw: bytes, path: str, offset: int) -> str:
     try:
         return raw.decode("utf-8")
@@ -456,31 +450,35 @@ def _iter_segments(files: list[str], txt_docs: str, field: str, *, cut: bool,
         base += os.path.getsize(path)
 
 
+_JSONL_ERRORS = {
+    "json": "{path}:{line_no}: not a JSON record ({detail})",
+    "field": "{path}:{line_no}: the record has no {field!r} field (see --field)",
+    "type": "{path}:{line_no}: field {field!r} is not a string",
+}
+
+
 def _jsonl_segments(path: str, field: str, base: int) -> Iterator[_Segment]:
-    with _open(path) as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise UserError(f"{path}:{line_no}: not a JSON record ({exc})") from None
-            if not isinstance(record, dict) or field not in record:
-                raise UserError(f"{path}:{line_no}: the record has no {field!r} field (see --field)")
-            text = record[field]
-            if not isinstance(text, str):
-                raise UserError(f"{path}:{line_no}: field {field!r} is not a string")
-            yield _Segment(text, True, base + _raw_tell(f))
+    from .sources import JsonlRecordError, _open_binary, _raw_position, iter_jsonl_texts
+
+    with _open_binary(path) as f:
+        try:
+            for text in iter_jsonl_texts(f, path, field):
+                yield _Segment(text, True, base + _raw_position(f))
+        except JsonlRecordError as exc:
+            message = _JSONL_ERRORS[exc.reason].format(path=path, line_no=exc.line_no, field=field, detail=exc.detail)
+            raise UserError(message) from None
 
 
 def _line_segments(path: str, base: int, per_line: bool) -> Iterator[_Segment]:
+    from .sources import _open_binary, _raw_position
+
     offset = 0
-    with _open(path) as f:
+    with _open_binary(path) as f:
         if per_line:
             for raw in f:
                 text = _decode_utf8(raw, path, offset)
                 offset += len(raw)
-                yield _Segment(text[:-2] if text.endswith("\r\n") else text.rstrip("\n"), True, base + _raw_tell(f))
+                yield _Segment(text[:-2] if text.endswith("\r\n") else text.rstrip("\n"), True, base + _raw_position(f))
             return
         lines: list[str] = []
         for raw in f:
@@ -488,12 +486,12 @@ def _line_segments(path: str, base: int, per_line: bool) -> Iterator[_Segment]:
             offset += len(raw)
             if text in ("\n", "\r\n"):
                 if lines:
-                    yield _Segment("".join(lines), True, base + _raw_tell(f))
+                    yield _Segment("".join(lines), True, base + _raw_position(f))
                     lines = []
                 continue
             lines.append(text)
         if lines:
-            yield _Segment("".join(lines), True, base + _raw_tell(f))
+            yield _Segment("".join(lines), True, base + _raw_position(f))
 
 
 def _safe_cut(block: bytes, lo: int) -> int:
@@ -510,10 +508,12 @@ def _safe_cut(block: bytes, lo: int) -> int:
 
 
 def _file_segments(path: str, base: int, cut: bool, chunk_bytes: int) -> Iterator[_Segment]:
+    from .sources import _open_binary, _raw_position
+
     offset = 0
     carry = b""
     first = True
-    with _open(path) as f:
+    with _open_binary(path) as f:
         while True:
             block = f.read(chunk_bytes)
             if not block:
@@ -523,12 +523,12 @@ def _file_segments(path: str, base: int, cut: bool, chunk_bytes: int) -> Iterato
             if c <= 0:
                 carry = data  # no safe cut yet: keep reading (memory grows only on such text)
                 continue
-            yield _Segment(_decode_utf8(data[:c], path, offset), first, base + _raw_tell(f))
+            yield _Segment(_decode_utf8(data[:c], path, offset), first, base + _raw_position(f))
             first = False
             offset += c
             carry = data[c:]
         if carry or first:
-            yield _Segment(_decode_utf8(carry, path, offset), first, base + _raw_tell(f))
+            yield _Segment(_decode_utf8(carry, path, offset), first, base + _raw_position(f))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -190,24 +190,51 @@ def _line_chunk(data: np.ndarray, consumed: int) -> TextChunk:
     return TextChunk(data, np.stack([starts, ends], axis=1), consumed)
 
 
+class JsonlRecordError(ValueError):
+    """A line of a .jsonl file that is not a record with a string ``field``.
+
+    ``reason`` says what is wrong: "json" (not JSON; ``detail`` is the parser's message),
+    "field" (not an object with ``field``) or "type" (``field`` is not a string).
+    """
+
+    _MESSAGES = {
+        "json": "{path}: line {line_no} is not a JSON object: {detail}",
+        "field": "{path}: line {line_no} has no {field!r} field",
+        "type": "{path}: line {line_no}: field {field!r} is not a string",
+    }
+
+    def __init__(self, path: str, line_no: int, field: str, reason: str, detail: str = ""):
+        self.path, self.line_no, self.field, self.reason, self.detail = path, line_no, field, reason, detail
+        super().__init__(self._MESSAGES[reason].format(path=path, line_no=line_no, field=field, detail=detail))
+
+
+def iter_jsonl_texts(f, path: str, field: str = "text") -> Iterator[str]:
+    """The ``field`` of each record of the open binary .jsonl file ``f`` (blank lines skipped).
+
+    Raises JsonlRecordError on a line that is not a record with a string ``field``.
+    """
+    for line_no, line in enumerate(io.BufferedReader(f) if not hasattr(f, "peek") else f, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise JsonlRecordError(path, line_no, field, "json", str(exc)) from None
+        if not isinstance(record, dict) or field not in record:
+            raise JsonlRecordError(path, line_no, field, "field")
+        text = record[field]
+        if not isinstance(text, str):
+            raise JsonlRecordError(path, line_no, field, "type")
+        yield text
+
+
 def _iter_jsonl_file(path: str, chunk_bytes: int, field: str) -> Iterator[TextChunk]:
     """Each record's ``field`` is one sequence."""
     parts: list[bytes] = []
     size = 0
     try:
         with _open_binary(path) as f:
-            for line_no, line in enumerate(io.BufferedReader(f) if not hasattr(f, "peek") else f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                    raise ValueError(f"{path}: line {line_no} is not a JSON object: {exc}") from None
-                if not isinstance(record, dict) or field not in record:
-                    raise ValueError(f"{path}: line {line_no} has no {field!r} field")
-                text = record[field]
-                if not isinstance(text, str):
-                    raise ValueError(f"{path}: line {line_no}: field {field!r} is not a string")
+            for text in iter_jsonl_texts(f, path, field):
                 b = utf8_bytes(text)
                 parts.append(b)
                 size += len(b)
