@@ -15,7 +15,9 @@ whitespace).
 
 from __future__ import annotations
 
+import functools
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -33,26 +35,40 @@ from numtok.pretokenizers import pretokenize, split_bytes
 NAMES = ["gpt2", "r50k", "cl100k", "o200k"]
 SAMPLE = Path(__file__).parent / "data" / "sample_mixed.txt"
 
-# Code points where the scanners' classes differ from the installed regex module, per property
-# (inclusive ranges). Empty: the shipped table is built from Unicode 17.0.0 (unicodedata2
-# 17.0.1), the version of regex 2026.5.9's own tables. Should regex move to a newer Unicode
-# version, the code points it newly assigns (or re-categorizes) will show up here: list them
-# with a comment "newer Unicode version in regex" (numtok treats newly assigned code points as
-# "other", see numtok/_unicode.py), or regenerate the table with tools/gen_unicode_tables.py.
-EXPECTED_DIFFERENCES: dict[str, list[tuple[int, int]]] = {
-    "L": [],
-    "N": [],
-    "s": [],
-    "Lu": [],
-    "Ll": [],
-    "Lt": [],
-    "Lm": [],
-    "Lo": [],
-    "M": [],
-}
-DIFFERING_CODE_POINTS = frozenset(
-    cp for ranges in EXPECTED_DIFFERENCES.values() for a, b in ranges for cp in range(a, b + 1)
-)
+# The shipped table is Unicode 17.0.0 (unicodedata2 17.0.1), the version of regex 2026.5.9's own
+# tables: with that regex the scanners classify every code point as regex does. A newer regex
+# (e.g. 2026.11.15, built for a newer Unicode) assigns more code points; numtok keeps treating
+# them as "other" (see numtok/_unicode.py). So the differences are computed against the
+# installed regex, named in a warning, required to lie only on code points that Unicode 17.0
+# leaves "other", and left out of the equality tests (never silently: the warning lists them).
+TABLE_REGEX_VERSION = "2026.5.9"
+PROPS = {"L": r"\p{L}", "N": r"\p{N}", "s": r"\s", "Lu": r"\p{Lu}", "Ll": r"\p{Ll}", "Lt": r"\p{Lt}",
+         "Lm": r"\p{Lm}", "Lo": r"\p{Lo}", "M": r"\p{M}"}
+
+
+@functools.lru_cache(maxsize=None)
+def regex_differences() -> dict[str, tuple[tuple[int, int], ...]]:
+    """Per property, the code-point ranges where our flags and the installed regex disagree."""
+    ours = _unicode.decode_categories(_unicode.class_table())
+    everything = "".join(map(chr, range(_unicode.N_CODE_POINTS)))
+    found = {}
+    for key, prop in PROPS.items():
+        theirs = np.zeros(_unicode.N_CODE_POINTS, dtype=bool)
+        for m in regex.finditer(prop + "+", everything):
+            theirs[m.start() : m.end()] = True
+        ranges: list[list[int]] = []
+        for cp in np.flatnonzero(ours[key] != theirs).tolist():
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1][1] = cp
+            else:
+                ranges.append([cp, cp])
+        found[key] = tuple((a, b) for a, b in ranges)
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def differing_code_points() -> frozenset:
+    return frozenset(cp for ranges in regex_differences().values() for a, b in ranges for cp in range(a, b + 1))
 
 
 def regex_spans(text: str, name: str) -> np.ndarray:
@@ -81,26 +97,18 @@ def assert_same_split(text: str, name: str) -> None:
 
 
 def test_unicode_table_matches_regex():
-    """Every code point: our flags agree with regex's \\p{..} and \\s, except the listed ones."""
+    """Every code point: our flags agree with regex's \\p{..} and \\s, except code points that a
+    newer regex assigns and Unicode 17.0 leaves "other" (listed in a warning)."""
+    found = regex_differences()
+    if regex.__version__ == TABLE_REGEX_VERSION:
+        assert not any(found.values()), found
+    if any(found.values()):
+        warnings.warn(f"regex {regex.__version__} classifies these code points unlike numtok's Unicode "
+                      f"{_unicode.unicode_version()} table (numtok: 'other'): "
+                      + "; ".join(f"{k}: " + ", ".join(f"U+{a:04X}..U+{b:04X}" for a, b in v) for k, v in found.items() if v))
     flags = _unicode.class_table()
-    ours = _unicode.decode_categories(flags)
-    everything = "".join(map(chr, range(_unicode.N_CODE_POINTS)))
-    props = {"L": r"\p{L}", "N": r"\p{N}", "s": r"\s", "Lu": r"\p{Lu}", "Ll": r"\p{Ll}", "Lt": r"\p{Lt}",
-             "Lm": r"\p{Lm}", "Lo": r"\p{Lo}", "M": r"\p{M}"}
-    found = {}
-    for key, prop in props.items():
-        theirs = np.zeros(_unicode.N_CODE_POINTS, dtype=bool)
-        for m in regex.finditer(prop + "+", everything):
-            theirs[m.start() : m.end()] = True
-        diff = np.flatnonzero(ours[key] != theirs)
-        ranges = []
-        for cp in diff.tolist():
-            if ranges and ranges[-1][1] == cp - 1:
-                ranges[-1][1] = cp
-            else:
-                ranges.append([cp, cp])
-        found[key] = [tuple(r) for r in ranges]
-    assert found == EXPECTED_DIFFERENCES
+    for cp in differing_code_points():
+        assert flags[cp] == _unicode.BIT_O, f"U+{cp:04X} is classified differently and is not 'other' in Unicode 17"
 
 
 def test_unicode_table_metadata_and_bits():
@@ -232,7 +240,7 @@ def test_edge_cases_spot_checks():
 # Characters from every category (surrogates included: pretokenize repairs them first), less
 # the code points whose class is listed as differing from regex.
 any_char = st.characters(codec=None, categories=None, exclude_categories=()).filter(
-    lambda c: ord(c) not in DIFFERING_CODE_POINTS
+    lambda c: ord(c) not in differing_code_points()
 )
 TRICKY_PIECES = [
     " ", " ", " ", "  ", "\n", "\n", "\r", "\r\n", "\t", "\u00a0", "\u3000", "\x0b", "\x1c",
