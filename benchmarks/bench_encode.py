@@ -1,0 +1,102 @@
+"""asv: encoding and decoding throughput (corpus: NUMTOK_BENCH_CORPUS or a generated 10 MB).
+
+``time_encode_ordinary`` is one thread on the whole corpus as one string;
+``time_encode_batch_1``/``_2`` encode the corpus's paragraphs as a batch on 1 / 2 threads;
+``track_mb_per_s`` reports the one-thread figure directly; ``time_first_pass`` is one encode on
+a fresh piece cache (the other figures include warm-cache repeats, as a long-running pipeline
+sees them). ``WorstCase`` times single pieces of 1 MB ("a" * 10**6, spaces, CJK without
+spaces) that are O(n^2) in tokenizers without a large-piece path. Comparisons with tiktoken
+and others on the same text are in ``compare_encode.py``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numtok
+
+from .common import corpus_text
+
+ENCODINGS = ["r50k_base", "cl100k_base", "o200k_base"]
+
+
+class Encode:
+    params = (ENCODINGS,)
+    param_names = ["encoding"]
+    timeout = 600
+    repeat = 5
+    number = 1
+
+    def setup(self, encoding):
+        self.text = corpus_text(10)
+        self.n_bytes = len(self.text.encode("utf-8"))
+        self.docs = [d for d in self.text.split("\n\n") if d]
+        self.enc = numtok.load(encoding)
+        self.enc.encode_ordinary(self.text[:100_000])  # load kernels (Numba cache) before timing
+        self.ids = self.enc.encode_ordinary(self.text)
+
+    def time_encode_ordinary(self, encoding):
+        self.enc.encode_ordinary(self.text)
+
+    def time_first_pass(self, encoding):
+        self.enc._clear_caches()  # start from empty piece caches
+        self.enc.encode_ordinary(self.text)
+
+    def time_encode_batch_1(self, encoding):
+        self.enc.encode_ordinary_batch(self.docs, num_threads=1)
+
+    def time_encode_batch_2(self, encoding):
+        self.enc.encode_ordinary_batch(self.docs, num_threads=2)
+
+    def time_decode(self, encoding):
+        self.enc.decode(self.ids)
+
+    def peakmem_encode_ordinary(self, encoding):
+        self.enc.encode_ordinary(self.text)
+
+    def peakmem_encode_batch_2(self, encoding):
+        self.enc.encode_ordinary_batch(self.docs, num_threads=2)
+
+    def track_mb_per_s(self, encoding):
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            self.enc.encode_ordinary(self.text)
+            best = min(best, time.perf_counter() - t0)
+        return self.n_bytes / best / 1e6
+
+    track_mb_per_s.unit = "MB/s"
+
+
+class EncodeSmall:
+    """Per-call overhead: many short strings, one call each (the interactive use)."""
+
+    params = (["cl100k_base"],)
+    param_names = ["encoding"]
+
+    def setup(self, encoding):
+        self.enc = numtok.load(encoding)
+        self.lines = [line for line in corpus_text(10, limit=200_000).splitlines() if line][:1000]
+        self.enc.encode_ordinary("warm up")
+
+    def time_encode_1000_lines(self, encoding):
+        for line in self.lines:
+            self.enc.encode_ordinary(line)
+
+
+class WorstCase:
+    params = (["cl100k_base", "o200k_base"], ["a", "space", "cjk"])
+    param_names = ["encoding", "text"]
+    timeout = 300
+
+    def setup(self, encoding, text):
+        self.enc = numtok.load(encoding)
+        self.text = {
+            "a": "a" * 1_000_000,
+            "space": " " * 1_000_000,
+            "cjk": "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(350_000)),
+        }[text]
+        self.enc.encode_ordinary("warm up")
+
+    def time_encode(self, encoding, text):
+        self.enc.encode_ordinary(self.text)

@@ -1,0 +1,285 @@
+#!/usr/bin/env python
+"""Encoding throughput of numtok vs tiktoken, HF tokenizers (and gigatoken, TokenDagger, tokie,
+kitoken when they import), all on the same text in one run.
+
+    python benchmarks/compare_encode.py /work/corpus/mixed-10M.txt
+    python benchmarks/compare_encode.py CORPUS --encodings cl100k_base --repeat 5 --threads 2
+    python benchmarks/compare_encode.py CORPUS --only numtok,tiktoken --modes single,batch
+
+Modes (every figure is MB/s of UTF-8 input, the median of ``--repeat`` runs; the machine is
+shared, so compare medians and the ratios to tiktoken printed next to them):
+
+* ``single``: the whole corpus as one string, one call, one thread (tokie is skipped here: it
+  splits one long input over all cores).
+* ``batch1``: the corpus as documents (split on blank lines), batch call, one thread.
+* ``batch``: the same with ``--threads`` threads (default: all cores).
+
+Libraries are built offline from the rank files numtok ships: tiktoken from the parsed ranks,
+HF tokenizers / tokie / kitoken from a tokenizer.json numtok writes, gigatoken from a
+``<name>.tiktoken`` copy. Before timing, every library's ids on the first ``--check-mb`` MB are
+compared with tiktoken's ("exact" column). numtok and gigatoken keep a piece cache across
+calls: ``first`` is numtok's first run on a fresh cache, the median includes warm runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ENCODINGS = {"r50k_base": "r50k", "cl100k_base": "cl100k", "o200k_base": "o200k"}
+
+
+def timed(fn, repeat: int) -> tuple[float, float]:
+    """(first, median) wall seconds of fn() over ``repeat`` runs."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return times[0], statistics.median(times)
+
+
+class Library:
+    name = "?"
+    modes = ("single", "batch1", "batch")
+
+    def encode(self, text: str):  # -> sequence of ids
+        raise NotImplementedError
+
+    def batch(self, docs: list[str], threads: int):
+        raise NotImplementedError
+
+
+class Numtok(Library):
+    name = "numtok"
+
+    def __init__(self, encoding, workdir):
+        import numtok
+
+        self.enc = numtok.load(encoding)
+
+    def encode(self, text):
+        return self.enc.encode_ordinary(text)
+
+    def batch(self, docs, threads):
+        return self.enc.encode_ordinary_batch(docs, num_threads=threads)
+
+    def reset(self):
+        self.enc._clear_caches()  # start from empty piece caches
+
+
+class Tiktoken(Library):
+    name = "tiktoken"
+
+    def __init__(self, encoding, workdir):
+        import tiktoken
+
+        from numtok import registry
+        from numtok.patterns import NAMED_PATTERNS
+
+        spec = registry._ENCODINGS[encoding]
+        content = registry.rank_file_content(spec.ranks)
+        ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in content.splitlines() if line)}
+        self.enc = tiktoken.Encoding(
+            f"ref_{encoding}", pat_str=NAMED_PATTERNS[spec.pattern], mergeable_ranks=ranks,
+            special_tokens=spec.special_tokens,
+        )  # fmt: skip
+
+    def encode(self, text):
+        return self.enc.encode_ordinary(text)
+
+    def batch(self, docs, threads):
+        return self.enc.encode_ordinary_batch(docs, num_threads=threads)
+
+
+def _hf_json(encoding, workdir) -> str:
+    import numtok
+
+    path = os.path.join(workdir, f"{encoding}.json")
+    if not os.path.exists(path):
+        numtok.load(encoding).save(path)
+    return path
+
+
+class HFTokenizers(Library):
+    name = "hf-tokenizers"
+
+    def __init__(self, encoding, workdir):
+        import tokenizers
+
+        self.tok = tokenizers.Tokenizer.from_file(_hf_json(encoding, workdir))
+
+    def encode(self, text):
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        return self.tok.encode(text, add_special_tokens=False).ids
+
+    def batch(self, docs, threads):
+        os.environ["TOKENIZERS_PARALLELISM"] = "false" if threads == 1 else "true"
+        out = self.tok.encode_batch_fast(docs, add_special_tokens=False)
+        return [e.ids for e in out]
+
+
+class Gigatoken(Library):
+    name = "gigatoken"
+
+    def __init__(self, encoding, workdir):
+        import gigatoken
+
+        from numtok import registry
+
+        path = os.path.join(workdir, f"{encoding}.tiktoken")
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                f.write(registry.rank_file_content(registry._ENCODINGS[encoding].ranks))
+        self.tok = gigatoken.Tokenizer.from_tiktoken(path)
+
+    def encode(self, text):
+        return self.tok.encode(text)
+
+    def batch(self, docs, threads):
+        return self.tok.encode_batch_list(docs, parallel=threads > 1)
+
+
+class Tokie(Library):
+    name = "tokie"
+    modes = ("batch",)  # its single-string encode already uses every core
+
+    def __init__(self, encoding, workdir):
+        import tokie
+
+        self.tok = tokie.Tokenizer.from_json(_hf_json(encoding, workdir))
+
+    def encode(self, text):
+        return self.tok.encode(text).ids
+
+    def batch(self, docs, threads):
+        ids, lengths = self.tok.encode_batch_flat(docs)
+        return np.split(ids, np.cumsum(lengths)[:-1])
+
+
+class Kitoken(Library):
+    name = "kitoken"
+    modes = ("single", "batch")
+
+    def __init__(self, encoding, workdir):
+        import kitoken
+
+        from numtok import registry
+
+        path = os.path.join(workdir, f"{encoding}.tiktoken")
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                f.write(registry.rank_file_content(registry._ENCODINGS[encoding].ranks))
+        self.tok = kitoken.Kitoken.from_tiktoken_file(path)
+
+    def encode(self, text):
+        return self.tok.encode(text, False)
+
+    def batch(self, docs, threads):
+        return self.tok.encode_all(docs, False)
+
+
+class TokenDagger(Library):
+    name = "tokendagger"
+
+    def __init__(self, encoding, workdir):
+        import tokendagger
+
+        ref = Tiktoken(encoding, workdir).enc
+        self.enc = tokendagger.Encoding(
+            name=encoding, pat_str=ref._pat_str, mergeable_ranks=ref._mergeable_ranks, special_tokens=ref._special_tokens
+        )
+
+    def encode(self, text):
+        return self.enc.encode_ordinary(text)
+
+    def batch(self, docs, threads):
+        return self.enc.encode_ordinary_batch(docs, num_threads=threads)
+
+
+LIBRARIES = [Numtok, Tiktoken, HFTokenizers, Gigatoken, TokenDagger, Tokie, Kitoken]
+
+
+def _same(a, b) -> bool:
+    return np.array_equal(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("corpus")
+    ap.add_argument("--encodings", default=",".join(ENCODINGS))
+    ap.add_argument("--only", default="", help="comma-separated library names (default: all that import)")
+    ap.add_argument("--modes", default="single,batch1,batch")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--check-mb", type=float, default=1.0)
+    ap.add_argument("--max-mb", type=float, default=0, help="use only the first MB of the corpus")
+    args = ap.parse_args(argv)
+
+    with open(args.corpus, encoding="utf-8") as f:
+        text = f.read(int(args.max_mb * 1_000_000)) if args.max_mb else f.read()
+    docs = [d for d in text.split("\n\n") if d]
+    docs = [d + "\n\n" for d in docs]
+    n_bytes = len(text.encode("utf-8"))
+    n_doc_bytes = sum(len(d.encode("utf-8")) for d in docs)
+    check = text[: int(args.check_mb * 1_000_000)]
+    modes = args.modes.split(",")
+    wanted = set(filter(None, args.only.split(",")))
+    workdir = tempfile.mkdtemp(prefix="numtok-compare-")
+    print(f"corpus {args.corpus}: {n_bytes / 1e6:.1f} MB, {len(docs)} documents; threads={args.threads}; "
+          f"median of {args.repeat} (python {sys.version.split()[0]})")  # fmt: skip
+
+    for encoding in args.encodings.split(","):
+        print(f"\n== {encoding}")
+        libs = []
+        for cls in LIBRARIES:
+            if wanted and cls.name not in wanted:
+                continue
+            try:
+                libs.append(cls(encoding, workdir))
+            except Exception as exc:  # noqa: BLE001 - a missing or failing competitor is reported, not fatal
+                print(f"  {cls.name:14s} unavailable: {type(exc).__name__}: {str(exc)[:100]}")
+        reference = Tiktoken(encoding, workdir).encode(check)
+        results: dict[str, dict[str, tuple[float, float]]] = {}
+        for lib in libs:
+            try:
+                exact = _same(lib.encode(check), reference)
+            except Exception as exc:  # noqa: BLE001
+                exact = f"error {type(exc).__name__}"
+            results[lib.name] = {}
+            for mode in modes:
+                if mode not in lib.modes:
+                    continue
+                if hasattr(lib, "reset"):
+                    lib.reset()
+                if mode == "single":
+                    fn, size = (lambda: lib.encode(text)), n_bytes
+                else:
+                    threads = 1 if mode == "batch1" else args.threads
+                    fn, size = (lambda: lib.batch(docs, threads)), n_doc_bytes
+                first, median = timed(fn, args.repeat)
+                results[lib.name][mode] = (size / first / 1e6, size / median / 1e6)
+            row = "  ".join(
+                f"{mode} {results[lib.name][mode][1]:7.1f}" + (f" (first {results[lib.name][mode][0]:.1f})" if lib.name == "numtok" else "")
+                for mode in modes if mode in results[lib.name]
+            )  # fmt: skip
+            print(f"  {lib.name:14s} exact={exact!s:5s}  MB/s: {row}", flush=True)
+        if "tiktoken" in results:
+            base = results["tiktoken"]
+            for name, res in results.items():
+                if name == "tiktoken":
+                    continue
+                ratios = "  ".join(f"{m} {res[m][1] / base[m][1]:5.2f}x" for m in modes if m in res and m in base)
+                print(f"  {name:14s} vs tiktoken: {ratios}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

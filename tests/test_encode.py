@@ -1,0 +1,650 @@
+"""The Tokenizer: identical ids to tiktoken, kernels checked against tests/naive_encode.py.
+
+Reference tiktoken encodings are built offline from numtok's own shipped rank files (whose
+sha256 equals the official one), so no test needs the network or the benchmark corpora.
+"""
+
+from __future__ import annotations
+
+import base64
+import concurrent.futures
+import doctest
+import functools
+import gzip
+import multiprocessing
+import pickle
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import numtok
+from numtok import registry
+from numtok.patterns import NAMED_PATTERNS
+from numtok.tokenizer import BatchEncoding, Tokenizer, read_tiktoken_ranks
+
+from naive_encode import NaiveBPE, derive_merges
+
+tiktoken = pytest.importorskip("tiktoken")
+
+DATA = Path(__file__).parent / "data"
+ENCODINGS = ["gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base"]
+CORE = ["r50k_base", "cl100k_base", "o200k_base"]
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def sample_text() -> str:
+    path = DATA / "sample_mixed.txt"
+    if path.exists():
+        return path.read_text(encoding="utf-8")
+    seeds = sorted(DATA.glob("seed_*.txt"))
+    assert seeds, "tests/data has no sample text"
+    return "\n\n".join(p.read_text(encoding="utf-8") for p in seeds)
+
+
+@functools.lru_cache(maxsize=None)
+def reference(name: str) -> "tiktoken.Encoding":
+    """tiktoken's Encoding for ``name``, built from the rank file numtok ships."""
+    spec = registry._ENCODINGS[name]
+    content = registry.rank_file_content(spec.ranks)
+    ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in content.splitlines() if line)}
+    return tiktoken.Encoding(
+        name=f"ref_{name}",
+        pat_str=NAMED_PATTERNS[spec.pattern],
+        mergeable_ranks=ranks,
+        special_tokens=spec.special_tokens,
+        explicit_n_vocab=spec.n_vocab,
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def naive_for(name: str) -> NaiveBPE:
+    spec = registry._ENCODINGS[name]
+    return NaiveBPE(reference(name)._mergeable_ranks, pattern=spec.pattern, special_tokens=spec.special_tokens)
+
+
+def ids(a) -> list[int]:
+    return np.asarray(a).tolist()
+
+
+# ----------------------------------------------------------------------------------------------
+# the shipped encodings
+
+
+def test_patterns_are_tiktokens(monkeypatch):
+    import tiktoken_ext.openai_public as openai_public
+
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: {})
+    monkeypatch.setattr(openai_public, "data_gym_to_mergeable_bpe_ranks", lambda *args, **kwargs: {}, raising=False)
+    for name, spec in registry._ENCODINGS.items():
+        theirs = getattr(openai_public, name)()
+        assert NAMED_PATTERNS[spec.pattern] == theirs["pat_str"], name
+        assert spec.special_tokens == theirs["special_tokens"], name
+        last = {i: t for t, i in theirs["special_tokens"].items()}  # what each id decodes to
+        assert {i: t for t, i in spec.special_tokens.items()} == last, name
+
+
+def test_list_and_load():
+    assert set(ENCODINGS) <= set(numtok.list_encodings())
+    enc = numtok.load("cl100k_base")
+    assert enc is numtok.load("cl100k_base")  # cached
+    assert enc.name == "cl100k_base" and enc.pattern == "cl100k"
+    assert enc.n_vocab == 100277 and enc.eot_token == 100257
+    assert enc.special_tokens["<|endofprompt|>"] == 100276
+    assert numtok.load("gpt2").n_vocab == 50257
+    assert numtok.load("p50k_base").n_vocab == 50281
+    assert numtok.load("o200k_base").n_vocab == reference("o200k_base").n_vocab
+
+
+def test_unknown_encoding_lists_known_names():
+    with pytest.raises(ValueError, match="cl100k_base.*o200k_base"):
+        numtok.load("cl100k")
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "p50k_base", "cl100k_base", "o200k_base"])
+def test_shipped_rank_files_match_official_sha256(name):
+    import hashlib
+
+    content = registry.rank_file_content(name)
+    assert hashlib.sha256(content).hexdigest() == registry._RANK_FILES[name].sha256
+
+
+def test_corrupt_package_data_is_detected(tmp_path, monkeypatch):
+    good = gzip.decompress((registry.DATA_DIR / "r50k_base.tiktoken.gz").read_bytes())
+    (tmp_path / "r50k_base.tiktoken.gz").write_bytes(gzip.compress(good.replace(b"IQ== 0", b"Ig== 0", 1)))
+    monkeypatch.setattr(registry, "DATA_DIR", tmp_path)
+    with pytest.raises(ValueError, match="sha256"):
+        registry.rank_file_content("r50k_base")
+
+
+def test_table_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMTOK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(registry, "_LOADED", {})
+    built = numtok.load("r50k_base")
+    files = list(tmp_path.glob("r50k_base-*.npz"))
+    assert len(files) == 1
+    text = sample_text()[:50_000]
+    expected = ids(built.encode_ordinary(text))
+    for damage in [None, b"garbage", files[0].read_bytes()[:1000]]:
+        if damage is not None:
+            files[0].write_bytes(damage)
+        monkeypatch.setattr(registry, "_LOADED", {})
+        again = numtok.load("r50k_base")
+        assert again is not built and ids(again.encode_ordinary(text)) == expected
+        assert again.vocab == built.vocab and again.n_vocab == built.n_vocab
+    monkeypatch.setenv("NUMTOK_CACHE_DIR", "")
+    monkeypatch.setattr(registry, "_LOADED", {})
+    files[0].unlink()
+    numtok.load("r50k_base")
+    assert not list(tmp_path.glob("*.npz"))
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_sample_text_identical_to_tiktoken(name):
+    text = sample_text()
+    ref = reference(name)
+    enc = numtok.load(name)
+    got = enc.encode_ordinary(text)
+    assert got.dtype == np.int32
+    assert ids(got) == ref.encode_ordinary(text)
+    assert enc.decode(got) == text
+    lines = text.splitlines(keepends=True)
+    batch = enc.encode_ordinary_batch(lines, num_threads=2)
+    assert batch.to_list() == ref.encode_ordinary_batch(lines)
+    batch = enc.encode_batch(lines, num_threads=2, allowed_special="all")
+    assert batch.to_list() == ref.encode_batch(lines, allowed_special="all")
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_vocab_merges_and_counts(name):
+    enc = numtok.load(name)
+    ref = reference(name)
+    vocab = enc.vocab
+    assert len(vocab) == len(ref._mergeable_ranks) + len(ref._special_tokens)
+    for s, i in ref._special_tokens.items():
+        assert vocab[s.encode()] == i
+    assert all(vocab[t] == r for t, r in ref._mergeable_ranks.items())
+    assert enc.n_vocab == ref.n_vocab and enc.eot_token == ref.eot_token
+    assert enc.special_tokens == ref._special_tokens
+
+
+def test_gpt2_merges_are_gpt2s():
+    merges = numtok.load("gpt2").merges
+    # the first lines of GPT-2's merges.txt ("Ġ t", "Ġ a", "h e", "i n", "r e", "o n")
+    assert merges[:6] == [(b" ", b"t"), (b" ", b"a"), (b"h", b"e"), (b"i", b"n"), (b"r", b"e"), (b"o", b"n")]
+    assert len(merges) == 50000  # GPT-2 has 50,000 merges: every multi-byte token
+    ranks = reference("gpt2")._mergeable_ranks
+    assert all(ranks[a + b] > max(ranks[a], ranks[b]) for a, b in merges)
+
+
+def test_derived_merges_match_naive():
+    ranks = reference("gpt2")._mergeable_ranks
+    small = {t: r for t, r in ranks.items() if r < 2000}
+    tok = Tokenizer(small, pattern="r50k")
+    assert tok.merges == derive_merges(small)
+
+
+def test_merge_mode_from_derived_merges_equals_rank_mode():
+    enc = numtok.load("gpt2")
+    vocab = {t: i for t, i in enc.vocab.items() if i != enc.eot_token}
+    hf = Tokenizer(vocab, merges=enc.merges, pattern="gpt2", special_tokens=enc.special_tokens)
+    text = sample_text()[:60_000]
+    assert ids(hf.encode_ordinary(text)) == ids(enc.encode_ordinary(text))
+
+
+# ----------------------------------------------------------------------------------------------
+# hypothesis: tiktoken equality over all of Unicode
+
+
+WORDS = st.sampled_from(["'s", "'S", "'ll", "'VE", "don't", " ", "  ", "\t", "\n", "\r\n", " \n ", "123", "4567890",
+                         "١٢٣", "😀", "👩‍👩‍👧", "🏳️‍🌈", "é", "e\u0301", "中文", "日本語", "ǅ", "ß", "İ", "\u00a0",
+                         "\u3000", "<|endoftext|>", "<|fim_prefix|>", "Hello", "WORLD", "x_y", "a-b", "...", "—"])  # fmt: skip
+# Every code point that Unicode 14 (Python 3.11's unicodedata) assigns, plus lone surrogates.
+# Code points assigned later (~4,700, e.g. U+088F, U+323B0) are letters to numtok's
+# pre-tokenizer (the regex module's Unicode tables) but not to tiktoken's Rust regex: the only
+# known divergence, outside this encoder (an exhaustive per-code-point check found no other).
+ANY_CHAR = st.characters(exclude_categories=["Cn"])
+MIXED = st.lists(st.one_of(WORDS, st.text(ANY_CHAR, max_size=6)), max_size=30).map("".join)
+
+
+@pytest.mark.parametrize("name", CORE)
+@SETTINGS
+@given(text=st.text(ANY_CHAR, max_size=200))
+def test_any_unicode_identical_to_tiktoken(name, text):
+    enc, ref = numtok.load(name), reference(name)
+    assert ids(enc.encode_ordinary(text)) == ref.encode_ordinary(text)
+    assert ids(enc.encode(text, disallowed_special=())) == ref.encode(text, disallowed_special=())
+
+
+@pytest.mark.parametrize("name", CORE)
+@SETTINGS
+@given(text=MIXED)
+def test_tricky_text_identical_to_tiktoken(name, text):
+    enc, ref = numtok.load(name), reference(name)
+    assert ids(enc.encode_ordinary(text)) == ref.encode_ordinary(text)
+    assert ids(enc.encode(text, allowed_special="all")) == ref.encode(text, allowed_special="all")
+
+
+@pytest.mark.parametrize("name", CORE)
+@SETTINGS
+@given(text=st.lists(st.sampled_from([" ", "\t", "\n", "\r", "\u00a0", "\u3000", "x", "1"]), max_size=60).map("".join))
+def test_whitespace_runs_identical_to_tiktoken(name, text):
+    enc, ref = numtok.load(name), reference(name)
+    assert ids(enc.encode_ordinary(text)) == ref.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("name", CORE)
+@SETTINGS
+@given(text=st.text(st.characters(exclude_categories=["Cs"]), max_size=200))
+def test_roundtrip(name, text):
+    enc = numtok.load(name)
+    assert enc.decode(enc.encode_ordinary(text)) == text
+    assert enc.decode_bytes(enc.encode(text, allowed_special="all")) == text.encode()
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_lone_surrogates_become_replacement_chars(name):
+    enc, ref = numtok.load(name), reference(name)
+    for text in ["\ud800", "a\udfffb", "\ud83d\ude00", "x\ud83d", "\udc00\ud800 q"]:
+        assert ids(enc.encode(text)) == ref.encode(text)
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_sample_lines_match_naive_encoder(name):
+    enc, naive = numtok.load(name), naive_for(name)
+    for line in sample_text().splitlines()[:200:7]:
+        assert ids(enc.encode_ordinary(line)) == naive.encode_ordinary(line)
+
+
+# ----------------------------------------------------------------------------------------------
+# long pieces (heap path) and worst cases
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("c", ["^", "0", "a", "'s", " ", "\n", "中"])
+def test_catastrophically_repetitive(name, c):
+    enc, ref = numtok.load(name), reference(name)
+    for text in [c * 10_000, " " + c * 10_000, c * 10_000 + "\n", "x" + c * 3000 + " y"]:
+        assert ids(enc.encode_ordinary(text)) == ref.encode_ordinary(text)
+
+
+def copy_of(name: str) -> Tokenizer:
+    """A new Tokenizer equal to the named encoding (free to change private knobs on)."""
+    enc = numtok.load(name)
+    m = enc._mergeable_ids
+    return Tokenizer._from_arrays(enc._tok_bytes, enc._tok_off[m], np.diff(enc._tok_off)[m], m,
+                                  pattern=enc.pattern, special_tokens=enc.special_tokens)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=None)
+def heap_only(name: str) -> Tokenizer:
+    """A copy of the named encoding that merges every piece with the heap."""
+    tok = copy_of(name)
+    tok._heap_min = 2
+    return tok
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_documents_cut_into_chunks(name):
+    enc = numtok.load(name)
+    text = sample_text()
+    expected = ids(enc.encode(text, allowed_special="all"))
+    tok = copy_of(name)
+    tok._chunk_bytes = 97  # cut every ~100 bytes (at a space after an ASCII letter)
+    assert ids(tok.encode(text, allowed_special="all")) == expected
+    batch = tok.encode_batch([text, text[:5000], ""], num_threads=3, allowed_special="all")
+    assert batch.to_list() == [expected, ids(enc.encode(text[:5000], allowed_special="all")), []]
+    custom = Tokenizer(enc.vocab, pattern=NAMED_PATTERNS[enc.pattern] + "|x")  # a regex: never cut
+    custom._chunk_bytes = 97
+    assert not custom._cuttable
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_heap_path_equals_scan_path(name):
+    text = sample_text()[:40_000] + "a" * 500 + " " + "ab" * 300
+    assert ids(heap_only(name).encode_ordinary(text)) == ids(numtok.load(name).encode_ordinary(text))
+
+
+@SETTINGS
+@given(pieces=st.lists(st.text(st.sampled_from("ab aab xyz中文\n"), min_size=1, max_size=120), max_size=5))
+def test_heap_path_matches_naive(pieces):
+    heap, naive = heap_only("cl100k_base"), naive_for("cl100k_base")
+    for text in pieces:
+        assert ids(heap.encode_ordinary(text)) == naive.encode_ordinary(text)
+
+
+# ----------------------------------------------------------------------------------------------
+# custom vocabularies against the naive encoder
+
+
+def random_text(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+CONFIGS = [
+    dict(),
+    dict(units="chars"),
+    dict(end_of_word="</w>"),
+    dict(units="chars", end_of_word="</w>"),
+    dict(unk_token="<unk>"),
+    dict(units="chars", unk_token="<unk>"),
+]
+
+
+@pytest.mark.parametrize("mode", ["ranks", "merges", "ignore_merges"])
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) or "default")
+def test_custom_vocab_matches_naive(mode, config):
+    rng = random.Random(f"{mode}{config}")
+    alphabet = "abcé中 "
+    if config.get("units") == "chars":
+        base = [c.encode() for c in sorted(set(alphabet))]
+    else:
+        base = [bytes([b]) for b in sorted(set(alphabet.encode()))]
+    vocab = {t: i for i, t in enumerate(base)}
+    if config.get("end_of_word"):
+        vocab[b"</w>"] = len(vocab)
+    tokens = list(vocab)
+    merges = []
+    while len(merges) < 60:
+        a, b = rng.choice(tokens), rng.choice(tokens)
+        if a + b in vocab or len(a + b) > 14:
+            continue
+        vocab[a + b] = len(vocab)
+        tokens.append(a + b)
+        merges.append((a, b))
+    specials = {"<unk>": len(vocab)} if config.get("unk_token") else {}
+    # with an unknown token, the text has a character that is not in the vocabulary
+    text_alphabet = alphabet + "?" if config.get("unk_token") else alphabet
+    kwargs = dict(pattern=r"\S+|\s+", special_tokens=specials, **config)
+    if mode != "ranks":
+        kwargs["merges"] = merges
+        kwargs["ignore_merges"] = mode == "ignore_merges"
+    tok = Tokenizer(vocab, **kwargs)
+    naive = NaiveBPE(vocab, **kwargs)
+    for heap_min in (64, 2):
+        tok._heap_min = heap_min
+        for n in [0, 1, 5, 40, 300]:
+            text = random_text(rng, text_alphabet, n)
+            got = ids(tok.encode_ordinary(text))
+            assert got == naive.encode_ordinary(text), (text, heap_min)
+            assert tok.decode_bytes(got) == naive.decode_bytes(got)
+            if not config.get("unk_token"):
+                assert tok.decode(got) == text
+
+
+def test_many_splits_per_token_grow_the_pair_table():
+    vocab = {b"a" * k: k - 1 for k in range(1, 41)}  # every split of every token is a pair
+    tok, naive = Tokenizer(vocab, pattern=r"\w+"), NaiveBPE(vocab, pattern=r"\w+")
+    for n in [1, 2, 39, 40, 41, 100, 1000]:
+        assert ids(tok.encode("a" * n)) == naive.encode("a" * n)
+
+
+def test_merge_mode_uses_only_listed_merges():
+    vocab = {b"a": 0, b"b": 1, b"c": 2, b"ab": 3, b"bc": 4, b"abc": 5}
+    tok = Tokenizer(vocab, merges=[(b"b", b"c"), (b"a", b"b")], pattern=r"\w+")
+    assert ids(tok.encode("abc")) == [0, 4]  # "abc" is a token but no listed merge makes it
+    tok = Tokenizer(vocab, merges=[(b"b", b"c"), (b"a", b"b")], pattern=r"\w+", ignore_merges=True)
+    assert ids(tok.encode("abc")) == [5]
+    tok = Tokenizer(vocab, pattern=r"\w+")  # rank mode: whole-piece lookup
+    assert ids(tok.encode("abc")) == [5]
+    assert ids(tok.encode("abca")) == [5, 0]  # ab (rank 3) first, then ab+c = abc
+
+
+def test_end_of_word_is_dropped_by_decode():
+    vocab = {b"l": 0, b"o": 1, b"w": 2, b"</w>": 3, b"lo": 4, b"low": 5, b"low</w>": 6}
+    tok = Tokenizer(vocab, merges=[(b"l", b"o"), (b"lo", b"w"), (b"low", b"</w>")], pattern=r"\w+",
+                    end_of_word="</w>", units="chars")  # fmt: skip
+    got = tok.encode_ordinary("low lol")
+    assert ids(got) == [6, 4, 0, 3]
+    assert tok.decode(got) == "lowlol"
+
+
+def test_unknown_symbol_errors_name_the_character():
+    tok = Tokenizer({b"a": 0, b"b": 1}, pattern=r"\w+|\s")
+    with pytest.raises(ValueError, match="'é'"):
+        tok.encode("abé")
+    tok = Tokenizer({b"a": 0, "é".encode(): 1}, pattern=r"\w+", units="chars")
+    assert ids(tok.encode("aé")) == [0, 1]
+    with pytest.raises(ValueError, match="'z'"):
+        tok.encode("az")
+    tok = Tokenizer({b"a": 0, b"<unk>": 1}, pattern=r"\w+", units="chars", unk_token="<unk>")
+    assert ids(tok.encode("aza")) == [0, 1, 0]
+
+
+# ----------------------------------------------------------------------------------------------
+# special tokens
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "p50k_edit", "o200k_harmony"])
+def test_special_tokens_like_tiktoken(name):
+    enc, ref = numtok.load(name), reference(name)
+    specials = sorted(ref.special_tokens_set)[:6]
+    text = "hi " + specials[0] + " there" + "".join(specials) + "<|endoftext" + specials[-1]
+    assert ids(enc.encode(text, allowed_special="all")) == ref.encode(text, allowed_special="all")
+    assert ids(enc.encode(text, allowed_special={specials[0]}, disallowed_special=())) == ref.encode(
+        text, allowed_special={specials[0]}, disallowed_special=()
+    )
+    assert ids(enc.encode_ordinary(text)) == ref.encode_ordinary(text)
+    for token in specials:
+        with pytest.raises(ValueError, match=re.escape(repr(token))):
+            enc.encode("x " + token)
+    with pytest.raises(ValueError):
+        enc.encode_batch(["fine", "not " + specials[0]])
+    # a disallowed token that is not special still raises, as in tiktoken
+    with pytest.raises(ValueError, match="bad"):
+        enc.encode("a bad b", disallowed_special={"bad"})
+    got = enc.encode(text, allowed_special="all")
+    assert enc.decode_bytes(got) == text.encode() or name == "o200k_harmony"
+
+
+def test_special_token_ids_and_batch_specials():
+    enc = numtok.load("cl100k_base")
+    texts = ["a<|endoftext|>b", "<|endoftext|>", "", "<|fim_prefix|>x<|fim_suffix|>"]
+    batch = enc.encode_batch(texts, allowed_special="all")
+    assert batch.to_list() == [ids(enc.encode(t, allowed_special="all")) for t in texts]
+    assert batch[1].tolist() == [100257]
+
+
+# ----------------------------------------------------------------------------------------------
+# batches, padding, threads, processes
+
+
+def test_batch_equals_single():
+    enc = numtok.load("o200k_base")
+    text = sample_text()
+    texts = [text[i : i + n] for i, n in zip(range(0, 200_000, 997), [0, 1, 5, 50, 500, 5000] * 1000)]
+    for threads in (1, 2, 3):
+        batch = enc.encode_batch(texts, num_threads=threads, allowed_special="all")
+        assert isinstance(batch, BatchEncoding) and len(batch) == len(texts)
+        assert batch.ids.dtype == np.int32 and batch.offsets.dtype == np.int64
+        assert len(batch.offsets) == len(texts) + 1 and batch.offsets[-1] == len(batch.ids)
+        for i in range(0, len(texts), 17):
+            assert ids(batch[i]) == ids(enc.encode(texts[i], allowed_special="all"))
+        ordinary = enc.encode_ordinary_batch(texts, num_threads=threads)
+        assert ordinary.to_list() == [ids(enc.encode_ordinary(t)) for t in texts]
+    assert batch[-1].tolist() == enc.encode(texts[-1], allowed_special="all").tolist()
+    assert len(enc.encode_batch([])) == 0 and enc.encode_batch([]).offsets.tolist() == [0]
+
+
+def test_batch_pad():
+    batch = BatchEncoding(np.array([1, 2, 3, 4, 5, 6], np.int32), np.array([0, 3, 3, 6], np.int64))
+    assert batch.pad(0).tolist() == [[1, 2, 3], [0, 0, 0], [4, 5, 6]]
+    assert batch.pad(-1, length=5).tolist() == [[1, 2, 3, -1, -1], [-1] * 5, [4, 5, 6, -1, -1]]
+    assert batch.pad(9, length=2, truncate=True).tolist() == [[1, 2], [9, 9], [4, 5]]
+    with pytest.raises(ValueError, match="text 0"):
+        batch.pad(0, length=2)
+    assert batch.pad(0).dtype == np.int32
+    assert BatchEncoding(np.zeros(0, np.int32), np.zeros(1, np.int64)).pad(0).shape == (0, 0)
+    with pytest.raises(IndexError):
+        batch[3]
+
+
+def test_batch_views_and_lists():
+    enc = numtok.load("cl100k_base")
+    batch = enc.encode_batch(["hello world", "x"])
+    view = batch[0]
+    assert view.base is not None and np.shares_memory(view, batch.ids)
+    assert batch.to_list() == [[15339, 1917], [87]]
+    assert [v.tolist() for v in batch] == batch.to_list()
+
+
+def test_threads_share_one_tokenizer():
+    enc = numtok.load("cl100k_base")
+    text = sample_text()
+    chunks = [text[i : i + 20_000] for i in range(0, len(text), 20_000)] * 3
+    expected = [ids(enc.encode_ordinary(c)) for c in chunks]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda c: ids(enc.encode_ordinary(c)), chunks))
+        batches = list(pool.map(lambda k: enc.encode_ordinary_batch(chunks[k::4], num_threads=2).to_list(), range(4)))
+    assert got == expected
+    assert batches == [expected[k::4] for k in range(4)]
+
+
+def _encode_in_child(args):
+    tok, text = args
+    return ids(tok.encode_ordinary(text))
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_processes(method):
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"no {method}")
+    enc = numtok.load("cl100k_base")
+    custom = Tokenizer({b"a": 0, b"b": 1, b"ab": 2}, pattern=r"\w+", name="tiny")
+    text = sample_text()[:30_000]
+    enc.encode_ordinary_batch([text, text], num_threads=2)  # threads used before forking
+    ctx = multiprocessing.get_context(method)
+    with ctx.Pool(2) as pool:
+        got = pool.map(_encode_in_child, [(enc, text), (custom, "abab ba")])
+    assert got == [ids(enc.encode_ordinary(text)), ids(custom.encode("abab ba"))]
+
+
+def test_pickle_by_name_and_by_value():
+    enc = numtok.load("cl100k_base")
+    assert len(pickle.dumps(enc)) < 200 and pickle.loads(pickle.dumps(enc)) is enc
+    vocab = {b"a": 0, b"b": 1, b"ab": 2, b"</w>": 3}
+    for tok in [Tokenizer(vocab, pattern=r"\w+", special_tokens={"<s>": 9}, name="x"),
+                Tokenizer(vocab, merges=[(b"a", b"b")], pattern=r"\w+", end_of_word="</w>")]:  # fmt: skip
+        copy = pickle.loads(pickle.dumps(tok))
+        assert copy.vocab == tok.vocab and copy.merges == tok.merges and copy.name == tok.name
+        assert ids(copy.encode("abba ab", allowed_special="all")) == ids(tok.encode("abba ab", allowed_special="all"))
+
+
+# ----------------------------------------------------------------------------------------------
+# files and bad input
+
+
+def test_from_tiktoken_equals_load(tmp_path):
+    path = tmp_path / "cl.tiktoken"
+    path.write_bytes(registry.rank_file_content("cl100k_base"))
+    tok = Tokenizer.from_tiktoken(path, pattern="cl100k", special_tokens={"<|endoftext|>": 100257})
+    text = sample_text()[:50_000]
+    assert ids(tok.encode_ordinary(text)) == ids(numtok.load("cl100k_base").encode_ordinary(text))
+    assert tok.name == "cl" and tok.eot_token == 100257
+    ranks = read_tiktoken_ranks(path)
+    assert ranks == reference("cl100k_base")._mergeable_ranks
+
+
+@pytest.mark.parametrize(
+    "content, line, what",
+    [
+        (b"YQ== 0\nYg== x\n", 2, "invalid rank"),
+        (b"YQ== 0\nYg==\n", 2, "expected"),
+        (b"YQ== 0\n\nY*== 1\n", 3, "base64"),
+        (b"YQ== 0\nYWI 1\n", 2, "base64"),
+        (b"YQ== 0\nYQ== 1\n", 2, "twice"),
+        (b"YQ== 0\nYg== 0\n", 2, "twice"),
+        (b"YQ== 0\nYg== 99999999999\n", 2, "invalid rank"),
+        (b"YQ== 0\nYg== 1\nYW", 3, "expected"),
+    ],
+)
+def test_corrupt_rank_files(tmp_path, content, line, what):
+    path = tmp_path / "bad.tiktoken"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=rf"bad\.tiktoken: line {line}: .*{what}"):
+        read_tiktoken_ranks(path)
+    with pytest.raises(ValueError, match=rf"bad\.tiktoken: line {line}"):
+        Tokenizer.from_tiktoken(path, pattern="gpt2")
+
+
+def test_truncated_gzip_and_missing_file(tmp_path):
+    path = tmp_path / "cut.tiktoken.gz"
+    path.write_bytes((registry.DATA_DIR / "r50k_base.tiktoken.gz").read_bytes()[:5000])
+    with pytest.raises(ValueError, match="cut.tiktoken.gz"):
+        read_tiktoken_ranks(path)
+    missing = tmp_path / "nope.tiktoken"
+    with pytest.raises(FileNotFoundError, match="nope.tiktoken"):
+        Tokenizer.from_tiktoken(missing)
+
+
+def test_decode_errors():
+    enc = numtok.load("cl100k_base")
+    for bad in [-1, 100256, 100277, 10**12, 2**70]:
+        with pytest.raises(ValueError, match=str(bad)):
+            enc.decode([15339, bad])
+    with pytest.raises(TypeError):
+        enc.decode(["a"])
+    with pytest.raises(TypeError):
+        enc.decode([1.5])
+    assert enc.decode([]) == "" and enc.decode(np.array([15339], np.uint16)) == "hello"
+    assert enc.decode_tokens_bytes(np.array([15339, 1917])) == [b"hello", b" world"]
+    assert enc.decode_single_token_bytes(100257) == b"<|endoftext|>"
+
+
+def test_encode_type_errors():
+    enc = numtok.load("cl100k_base")
+    for bad in [b"bytes", None, 3, ["list"]]:
+        with pytest.raises(TypeError):
+            enc.encode(bad)
+        with pytest.raises(TypeError):
+            enc.encode_ordinary(bad)
+    with pytest.raises(TypeError):
+        enc.encode_batch("a string")
+    with pytest.raises(TypeError, match=r"texts\[1\]"):
+        enc.encode_batch(["ok", b"no"])
+    with pytest.raises(ValueError):
+        enc.encode_batch(["x"], num_threads=0)
+
+
+def test_constructor_errors():
+    with pytest.raises(TypeError):
+        Tokenizer({"a": 0})
+    with pytest.raises(ValueError, match="id 0"):
+        Tokenizer({b"a": 0, b"b": 0})
+    with pytest.raises(ValueError, match="special"):
+        Tokenizer({b"a": 0}, special_tokens={"<s>": 0})
+    with pytest.raises(ValueError, match="not in the vocab"):
+        Tokenizer({b"a": 0, b"b": 1}, merges=[(b"a", b"b")])
+    with pytest.raises(ValueError, match="units"):
+        Tokenizer({b"a": 0}, units="words")
+    with pytest.raises(ValueError, match="unk_token"):
+        Tokenizer({b"a": 0}, unk_token="<unk>")
+
+
+def test_empty_and_tiny_inputs():
+    enc = numtok.load("cl100k_base")
+    assert enc.encode("").shape == (0,) and enc.encode("").dtype == np.int32
+    assert ids(enc.encode("a")) == [64]
+    assert enc.decode(enc.encode(" ")) == " "
+
+
+def test_repr_and_single_token():
+    enc = numtok.load("cl100k_base")
+    assert "cl100k_base" in repr(enc)
+    assert enc.encode_single_token("hello") == 15339
+    assert enc.encode_single_token("<|endoftext|>") == 100257
+    with pytest.raises(KeyError):
+        enc.encode_single_token("hello world")
+
+
+def test_docstring_examples():
+    import numtok.registry
+    import numtok.tokenizer
+
+    for module in (numtok.tokenizer, numtok.registry):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, module.__name__
