@@ -247,6 +247,20 @@ def test_roundtrip(name, text):
 
 
 @pytest.mark.parametrize("name", CORE)
+def test_piece_cache_hits_equal_fresh_merges(name):
+    # Pieces of every cache class (<= 15 bytes, 16-64 bytes, longer), each seen many times.
+    rng = random.Random(name)
+    pieces = [" " * n for n in range(1, 80, 3)] + ["x" * n for n in range(1, 80, 5)]
+    pieces += ["".join(rng.choice("qzjxkvw") for _ in range(n)) for n in range(2, 70, 4)]
+    text = "\n".join(rng.choice(pieces) + rng.choice(["", " ", "\t", "1"]) for _ in range(3000))
+    enc, ref = numtok.load(name), reference(name)
+    expected = ref.encode_ordinary(text)
+    assert ids(enc.encode_ordinary(text)) == expected  # fills the cache
+    assert ids(enc.encode_ordinary(text)) == expected  # answered from it
+    assert ids(heap_only(name).encode_ordinary(text)) == expected
+
+
+@pytest.mark.parametrize("name", CORE)
 def test_lone_surrogates_become_replacement_chars(name):
     enc, ref = numtok.load(name), reference(name)
     for text in ["\ud800", "a\udfffb", "\ud83d\ude00", "x\ud83d", "\udc00\ud800 q"]:

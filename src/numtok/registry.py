@@ -221,6 +221,10 @@ def _write_table_cache(path: Path | None, state: dict) -> None:
         with open(tmp, "wb") as f:
             np.savez(f, **state)
         os.replace(tmp, path)
+        # Tables of older layouts (another numtok version) are of no more use.
+        for old in path.parent.glob(path.name.rsplit("-", 1)[0] + "-*.npz"):
+            if old != path:
+                old.unlink(missing_ok=True)
     except OSError:
         pass
 
