@@ -25,7 +25,7 @@ __all__ = ["atomic_write", "temporary_path_for"]
 
 
 def temporary_path_for(path: str | os.PathLike) -> str:
-    """Create (empty) and return a hidden temporary file next to ``path``: ``.NAME.XXXX.tmp``."""
+    """Create (empty) and return a hidden temporary file next to ``path``: ``.NAME.<random>.tmp``."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
