@@ -166,6 +166,14 @@ def _better(heap, i, j):
 
 
 @njit(cache=True, nogil=True)
+def _swap_rows(heap, i, j):
+    for c in range(3):
+        t = heap[i, c]
+        heap[i, c] = heap[j, c]
+        heap[j, c] = t
+
+
+@njit(cache=True, nogil=True)
 def _heap_push(heap, size, count, aux, p):
     if size >= len(heap):
         grown = np.empty((2 * len(heap), 3), dtype=np.int64)
@@ -179,10 +187,7 @@ def _heap_push(heap, size, count, aux, p):
         parent = (i - 1) >> 1
         if not _better(heap, i, parent):
             break
-        for c in range(3):
-            t = heap[i, c]
-            heap[i, c] = heap[parent, c]
-            heap[parent, c] = t
+        _swap_rows(heap, i, parent)
         i = parent
     return heap, size + 1
 
@@ -203,10 +208,7 @@ def _heap_pop(heap, size):
             best = left + 1
         if not _better(heap, best, i):
             break
-        for c in range(3):
-            t = heap[i, c]
-            heap[i, c] = heap[best, c]
-            heap[best, c] = t
+        _swap_rows(heap, i, best)
         i = best
     return size
 

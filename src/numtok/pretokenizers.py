@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._text import char_to_byte_offsets, utf8_bytes
-from .patterns import NAMED_PATTERNS, compile_pattern, resolve_pattern
+from .patterns import compile_pattern, resolve_pattern
 
 __all__ = ["pretokenize", "split_bytes"]
 
@@ -118,6 +118,3 @@ def _split_with_regex(data: np.ndarray, docs: np.ndarray, pattern_string: str) -
         return np.zeros((0, 2), dtype=np.int64)
     return np.concatenate(out)
 
-
-def _known_names() -> str:
-    return ", ".join(NAMED_PATTERNS)

@@ -317,7 +317,7 @@ def _train_from_counter(holder: list, options: _Options, show_progress, started:
     from .tokenizer import Tokenizer
 
     unique_words = holder[0].n_words
-    merges, token_bytes = _learn(holder, options, show_progress)
+    merges, token_bytes, counters = _learn(holder, options, show_progress)
     k = len(options.special_tokens)
     tokenizer = Tokenizer(
         {tok: i for i, tok in enumerate(token_bytes) if i >= k},
@@ -333,12 +333,14 @@ def _train_from_counter(holder: list, options: _Options, show_progress, started:
         "unique_words": unique_words,
         "merges": len(merges),
         "seconds": time.perf_counter() - started,
+        "engine": counters,  # postings visited, words rewritten, heap pops/pushes, table sizes
     }
     return tokenizer
 
 
-def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
-    """Run the merge engine; returns (merges, token bytes by id: specials, alphabet, merges).
+def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes, bytes]], list[bytes], dict]:
+    """Run the merge engine; returns (merges, token bytes by id: specials, alphabet, merges,
+    the engine's work counters).
 
     ``counter`` is a WordCounter, or a one-item list holding one (emptied here to free it).
     """
@@ -402,7 +404,8 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
     if isinstance(result[0], BaseException):
         raise result[0]
     left, right, new, n_merges, n_ids = result[0]
-    _learn.last_counters = dict(zip(("merges", "postings", "rewrites", "pops", "pushes", "pairs", "pool", "pair_rows"), progress.tolist()))
+    counters = dict(zip(("merges", "postings", "rewrites", "pops", "pushes", "pairs", "pool", "pair_rows"),
+                        progress.tolist()))
 
     token_bytes: list[bytes] = [tok.encode("utf-8") for tok in specials] + list(alphabet)
     merges: list[tuple[bytes, bytes]] = []
@@ -411,7 +414,7 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
         if t == len(token_bytes):
             token_bytes.append(merged)
         merges.append((token_bytes[a], token_bytes[b]))
-    return merges, token_bytes
+    return merges, token_bytes, counters
 
 
 def _as_symbols(tok: str, options: _Options, symbol_id: dict) -> list[int]:
