@@ -357,17 +357,16 @@ class Tokenizer:
             tid = int(mids[dup])
             raise ValueError(f"token {self._token_bytes(tid)!r} appears twice in the vocab (ids include {tid})")
         self._caches: list[np.ndarray] = []
+        self._bytes_seen = 0  # sizes the piece caches (see _take_cache)
 
         # Whole-piece table: a piece whose bytes are a key encodes to that single token.
-        self._whole_tab = self._tok_tab
-        self._max_whole_len = self._max_token_len
+        self._set_whole_table(self._tok_tab, self._max_token_len)
         if end_of_word is not None:
             cand = self._mergeable_ids[tok_lens[self._mergeable_ids] > len(eow_bytes)]
             ends = np.array([self._token_bytes(int(t)).endswith(eow_bytes) for t in cand], dtype=bool)
             cand = cand[ends] if len(cand) else cand
             cand_lens = tok_lens[cand] - len(eow_bytes)
-            self._whole_tab, _ = _k.build_key_table(self._tok_bytes, tok_off, cand, cand_lens)
-            self._max_whole_len = int(cand_lens.max()) if len(cand) else 0
+            self._set_whole_table(_k.build_key_table(self._tok_bytes, tok_off, cand, cand_lens)[0], int(cand_lens.max()) if len(cand) else 0)
         else:
             cand = self._mergeable_ids
             cand_lens = tok_lens[cand]
@@ -376,8 +375,7 @@ class Tokenizer:
             self._max_whole_len = 0
             keep = self._self_encoding(cand, cand_lens)
             cand, cand_lens = cand[keep], cand_lens[keep]
-            self._whole_tab, _ = _k.build_key_table(self._tok_bytes, tok_off, cand, cand_lens)
-            self._max_whole_len = int(cand_lens.max()) if len(cand) else 0
+            self._set_whole_table(_k.build_key_table(self._tok_bytes, tok_off, cand, cand_lens)[0], int(cand_lens.max()) if len(cand) else 0)
 
         # Decode table: the end-of-word marker decodes to nothing.
         if end_of_word is None:
@@ -390,6 +388,11 @@ class Tokenizer:
             self._dec_off = np.zeros(self._max_id + 2, dtype=np.int64)
             np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)), out=self._dec_off[1:])
         self._special_lookup = _SpecialMatcher(self._special_tokens)
+
+    def _set_whole_table(self, tab: np.ndarray, max_len: int) -> None:
+        self._whole_tab = tab
+        self._whole_ext = _k.key_table_ext(tab, self._tok_bytes, self._tok_off)
+        self._max_whole_len = max_len
 
     def _table_state(self) -> dict[str, np.ndarray]:
         """The arrays that are slow to build (see ``prebuilt``), for an on-disk cache."""
@@ -859,7 +862,7 @@ class Tokenizer:
         cap = total * (2 if self._eow_id >= 0 else 1) + n_docs + 1
         out = np.empty(cap, dtype=np.int32)
         doc_end = np.empty(n_docs, dtype=np.int64)
-        piece_cache = self._take_cache() if cache else _NO_CACHE
+        piece_cache = self._take_cache(total) if cache else _NO_CACHE
         try:
             k = self._run_groups(data, docs, doc_special, spans, groups, out, doc_end, piece_cache, strict)
         finally:
@@ -885,7 +888,7 @@ class Tokenizer:
                 status, k, j, d, pos = _k.encode_spans(
                     data, gspans, gdocs, gspecial, gend, j, d, out, k,
                     self._byte_id, self._bp, self._tok_bytes, self._tok_off, self._tok_tab, self._whole_tab,
-                    self._max_whole_len, self._pair_tab, self._res_of, self._units_code, self._unk_id, self._eow_id,
+                    self._whole_ext, self._max_whole_len, self._pair_tab, self._res_of, self._units_code, self._unk_id, self._eow_id,
                     piece_cache, self._heap_min,
                 )  # fmt: skip
                 if status == _k.ST_DONE:
@@ -907,11 +910,19 @@ class Tokenizer:
     # from this tokenizer's free list (or makes one) and gives it back afterwards; caches
     # outlive calls and threads, and are never shared by two calls at once.
 
-    def _take_cache(self) -> np.ndarray:
+    def _take_cache(self, nbytes: int) -> np.ndarray:
+        """A piece cache for a call about to encode ``nbytes``, sized for all this tokenizer
+        has encoded so far: small for a few short calls, up to ``2**_CACHE_BITS`` sets once
+        it has seen hundreds of megabytes (a bigger cache answers more pieces, and merging a
+        piece costs ~30 cache hits)."""
         with _CACHE_LOCK:
-            if self._caches:
-                return self._caches.pop()
-        return _k.new_piece_cache(_CACHE_BITS)
+            self._bytes_seen += nbytes
+            bits = min(_CACHE_BITS, max(_MIN_CACHE_BITS, (self._bytes_seen >> 8).bit_length()))
+            while self._caches:
+                cache = self._caches.pop()
+                if _k.piece_cache_bits(cache) >= bits:
+                    return cache
+        return _k.new_piece_cache(bits)
 
     def _give_cache(self, cache: np.ndarray) -> None:
         with _CACHE_LOCK:
@@ -951,8 +962,10 @@ def _new_lock_after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_lock_after_fork)
-# log2 of the two-way sets of each thread's piece cache (64 bytes each: 8 MiB per thread).
-_CACHE_BITS = 17
+# log2 of the two-way sets of a piece cache (64 bytes each): at most 32 MiB per running call,
+# reached after ~130 MB of text; at least 1 MiB.
+_CACHE_BITS = 19
+_MIN_CACHE_BITS = 14
 
 if sys.byteorder != "little":  # pragma: no cover
     raise ImportError("numtok's kernels assume a little-endian CPU")
