@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import numtok
@@ -482,6 +482,29 @@ def test_batch_equals_single():
         assert ordinary.to_list() == [ids(enc.encode_ordinary(t)) for t in texts]
     assert batch[-1].tolist() == enc.encode(texts[-1], allowed_special="all").tolist()
     assert len(enc.encode_batch([])) == 0 and enc.encode_batch([]).offsets.tolist() == [0]
+
+
+@SETTINGS
+@given(st.lists(st.text(max_size=40), max_size=12), st.integers(1, 30))
+@example(["a\ud800", "\udc00b", "é😀"], 2)  # lone surrogates (also split across texts)
+def test_batch_utf8_of_texts(texts, block_chars):
+    """The batch's one-join conversion (and its byte lengths) equals converting each text."""
+    from numtok import tokenizer as tokenizer_module
+    from numtok._text import utf8_bytes
+
+    chars = np.array([len(t) for t in texts], dtype=np.int64)
+    raw, lens = tokenizer_module._utf8_of_texts(texts, chars)
+    assert raw == b"".join(utf8_bytes(t) for t in texts)
+    assert lens.tolist() == [len(utf8_bytes(t)) for t in texts]
+    enc = numtok.load("cl100k_base")
+    original = tokenizer_module._BLOCK_CHARS
+    tokenizer_module._BLOCK_CHARS = block_chars  # many blocks: also the 1-thread block loop
+    try:
+        for threads in (1, 2):
+            batch = enc.encode_ordinary_batch(texts, num_threads=threads)
+            assert batch.to_list() == [ids(enc.encode_ordinary(t)) for t in texts]
+    finally:
+        tokenizer_module._BLOCK_CHARS = original
 
 
 def test_batch_pad():

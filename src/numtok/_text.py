@@ -5,6 +5,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._intrinsics import load_u64
+
+_HIGH_BITS = np.uint64(0x8080808080808080)
+
 
 def utf8_bytes(text: str) -> bytes:
     """UTF-8 bytes of ``text``; lone surrogates become U+FFFD first, as tiktoken does.
@@ -26,6 +30,27 @@ def char_to_byte_offsets(text: str) -> np.ndarray:
     offsets = np.zeros(len(code_points) + 1, dtype=np.int64)
     np.cumsum(widths, out=offsets[1:])
     return offsets
+
+
+@njit(cache=True, nogil=True)
+def byte_offsets_of_chars(data, char_offsets):
+    """Byte offset in valid UTF-8 ``data`` of each (ascending) character offset."""
+    out = np.empty(char_offsets.shape[0], dtype=np.int64)
+    chars = 0  # characters that start before byte i
+    i = 0
+    n = data.shape[0]
+    for q in range(char_offsets.shape[0]):
+        want = char_offsets[q]
+        while want - chars >= 8 and i + 8 <= n and load_u64(data, i) & _HIGH_BITS == 0:
+            i += 8  # 8 ASCII characters
+            chars += 8
+        while chars < want and i < n:
+            i += 1
+            while i < n and (data[i] & 0xC0) == 0x80:  # continuation bytes
+                i += 1
+            chars += 1
+        out[q] = i
+    return out
 
 
 @njit(cache=True, nogil=True)
