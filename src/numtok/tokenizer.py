@@ -1188,32 +1188,19 @@ class _SpecialMatcher:
         return self._compiled(allowed)
 
     def may_contain(self, data: bytes, tokens: frozenset) -> bool:
-        """Whether a token of ``tokens`` occurs in ``data``: a scan for their common prefix,
-        then (if it occurs: "<|" is common in code) one regex scan."""
-        prefix = _common_prefix(tokens)
-        if prefix and prefix.encode("utf-8") not in data:
-            return False
+        """Whether a token of ``tokens`` occurs in ``data`` (one regex scan: ~3x faster
+        than a bytes substring test for their common prefix "<|", frequent in code)."""
         return self._compiled(tokens).search(data) is not None
-
-
-@functools.lru_cache(maxsize=64)
-def _common_prefix(tokens: frozenset) -> str:
-    return os.path.commonprefix(sorted(tokens)) if tokens else ""
 
 
 @functools.lru_cache(maxsize=64)
 def _special_finder(tokens: frozenset):
     """A function text -> first token of ``tokens`` occurring in text (or None)."""
-    prefix = _common_prefix(tokens)
     alts = sorted(tokens, key=lambda t: (-len(t), t))
     compiled = regex.compile("|".join(regex.escape(t) for t in alts))
-    few = len(tokens) <= 8
 
     def find(text: str) -> str | None:
-        if prefix and prefix not in text:
-            return None
-        if few and not any(t in text for t in tokens):
-            return None
+        # One regex scan: cheaper than substring tests first ("<|" is common in code).
         m = compiled.search(text)
         return m.group() if m else None
 
