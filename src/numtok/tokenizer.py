@@ -912,13 +912,16 @@ class Tokenizer:
     # outlive calls and threads, and are never shared by two calls at once.
 
     def _take_cache(self, nbytes: int) -> np.ndarray:
-        """A piece cache for a call about to encode ``nbytes``, sized for all this tokenizer
-        has encoded so far: small for a few short calls, up to ``2**_CACHE_BITS`` sets once
-        it has seen hundreds of megabytes (a bigger cache answers more pieces, and merging a
-        piece costs ~30 cache hits)."""
+        """A piece cache for a call about to encode ``nbytes``, sized for what this tokenizer
+        has encoded so far plus eight times this call: 1 MiB for short calls, 32 MiB
+        (``_CACHE_BITS``) from the first call of 8 MB on or once 64 MB have been seen (a
+        bigger cache answers more pieces, and merging a piece costs as much as ~30 cache
+        hits). A cache too small for that is dropped, so a tokenizer starts afresh at most
+        five times."""
         with _CACHE_LOCK:
             self._bytes_seen += nbytes
-            bits = min(_CACHE_BITS, max(_MIN_CACHE_BITS, (self._bytes_seen >> 8).bit_length()))
+            wanted = (self._bytes_seen + 8 * nbytes) >> 8
+            bits = min(_CACHE_BITS, max(_MIN_CACHE_BITS, wanted.bit_length()))
             while self._caches:
                 cache = self._caches.pop()
                 if _k.piece_cache_bits(cache) >= bits:
@@ -963,8 +966,8 @@ def _new_lock_after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_lock_after_fork)
-# log2 of the two-way sets of a piece cache (64 bytes each): at most 32 MiB per running call,
-# reached after ~130 MB of text; at least 1 MiB.
+# log2 of the two-way sets of a piece cache (64 bytes each): 1 MiB at first, at most 32 MiB per
+# running call (see Tokenizer._take_cache).
 _CACHE_BITS = 19
 _MIN_CACHE_BITS = 14
 
