@@ -507,6 +507,29 @@ def test_batch_utf8_of_texts(texts, block_chars):
         tokenizer_module._BLOCK_CHARS = original
 
 
+def test_piece_cache_grows_with_its_entries():
+    """A grown piece cache holds each entry where encoding into that size would put it."""
+    from numtok import _encode_kernels as kernels
+
+    enc = numtok.load("cl100k_base")
+    words = ["zyxwvut", "qwertyuiop", "xylophonic", "blorptastic", "aaaaaaaabbb", "   \n\n   "]
+    text = " ".join(words * 3)
+
+    def cache_after(bits):
+        enc._caches = [kernels.new_piece_cache(bits)]
+        enc._bytes_seen = 0
+        got = enc.encode_ordinary(text)
+        return enc._caches.pop(), got
+
+    small, ids_small = cache_after(14)
+    direct, ids_direct = cache_after(16)
+    assert ids_small.tolist() == ids_direct.tolist() == ids(reference("cl100k_base").encode_ordinary(text))
+    grown = kernels.new_piece_cache(16)
+    kernels.grow_piece_cache(small, grown)
+    assert np.count_nonzero(direct) > 0 and np.array_equal(grown, direct)
+    enc._caches = []
+
+
 def test_batch_pad():
     batch = BatchEncoding(np.array([1, 2, 3, 4, 5, 6], np.int32), np.array([0, 3, 3, 6], np.int64))
     assert batch.pad(0).tolist() == [[1, 2, 3], [0, 0, 0], [4, 5, 6]]

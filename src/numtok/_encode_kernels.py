@@ -545,6 +545,42 @@ def piece_cache_bits(cache: np.ndarray) -> int:
     return sets.bit_length() - 1 if sets > 0 else 0
 
 
+@njit(cache=True, nogil=True)
+def grow_piece_cache(old, new):
+    """Move every entry of the piece cache ``old`` into the bigger, empty ``new``.
+
+    A short piece's set comes from its hash, which is recomputed from the bytes its key keeps
+    (k0: bytes 0-7, k1: bytes 8-14 | length << 56); the long-piece region has the same size in
+    every cache and is copied as it is. Of two entries that meet in a new set, the newer stays
+    in way 0, as a lookup-and-insert would leave them.
+    """
+    old_sets = (old.shape[0] - (16 << LONG_BITS)) // 8
+    new_base = new.shape[0] - (16 << LONG_BITS)
+    new_bits = 0
+    while (1 << new_bits) < new_base // 8:
+        new_bits += 1
+    piece = np.zeros(24, np.uint8)  # the key's bytes, padded for 8-byte loads
+    for way in (1, 0):  # older entries first, so that newer ones end in way 0
+        for st in range(old_sets):
+            e = 8 * st + 4 * way
+            k1 = old[e + 1]
+            if k1 == _U64_0:
+                continue
+            k0 = old[e]
+            n = np.int64(k1 >> np.uint64(56))
+            for q in range(8):
+                piece[q] = np.uint8((k0 >> np.uint64(8 * q)) & np.uint64(0xFF))
+                piece[8 + q] = np.uint8((k1 >> np.uint64(8 * q)) & np.uint64(0xFF)) if q < 7 else 0
+            _, h = _hash_bytes(piece, 0, n)
+            c = 8 * np.int64(h >> np.uint64(64 - new_bits))
+            for q in range(4):
+                new[c + 4 + q] = new[c + q]
+                new[c + q] = old[e + q]
+    old_base = old.shape[0] - (16 << LONG_BITS)
+    for q in range(16 << LONG_BITS):
+        new[new_base + q] = old[old_base + q]
+
+
 # ----------------------------------------------------------------------------------------------
 # the encoder
 

@@ -912,21 +912,22 @@ class Tokenizer:
     # outlive calls and threads, and are never shared by two calls at once.
 
     def _take_cache(self, nbytes: int) -> np.ndarray:
-        """A piece cache for a call about to encode ``nbytes``, sized for what this tokenizer
-        has encoded so far plus eight times this call: 1 MiB for short calls, 32 MiB
-        (``_CACHE_BITS``) from the first call of 8 MB on or once 64 MB have been seen (a
-        bigger cache answers more pieces, and merging a piece costs as much as ~30 cache
-        hits). A cache too small for that is dropped, so a tokenizer starts afresh at most
-        five times."""
+        """A piece cache for a call about to encode ``nbytes``, sized for all this tokenizer
+        has encoded so far: 1 MiB for short calls, growing to 32 MiB (``_CACHE_BITS``) once
+        64 MB have been seen (a bigger cache answers more pieces, and merging a piece costs as
+        much as ~30 cache hits; a small one is faster to fill on a first pass). A cache that
+        grows keeps its entries."""
         with _CACHE_LOCK:
             self._bytes_seen += nbytes
-            wanted = (self._bytes_seen + 8 * nbytes) >> 8
-            bits = min(_CACHE_BITS, max(_MIN_CACHE_BITS, wanted.bit_length()))
-            while self._caches:
-                cache = self._caches.pop()
-                if _k.piece_cache_bits(cache) >= bits:
-                    return cache
-        return _k.new_piece_cache(bits)
+            bits = min(_CACHE_BITS, max(_MIN_CACHE_BITS, (self._bytes_seen >> 8).bit_length()))
+            cache = self._caches.pop() if self._caches else None
+        if cache is None:
+            return _k.new_piece_cache(bits)
+        if _k.piece_cache_bits(cache) < bits:
+            bigger = _k.new_piece_cache(bits)
+            _k.grow_piece_cache(cache, bigger)
+            return bigger
+        return cache
 
     def _give_cache(self, cache: np.ndarray) -> None:
         with _CACHE_LOCK:
