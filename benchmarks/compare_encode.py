@@ -207,6 +207,38 @@ class TokenDagger(Library):
 LIBRARIES = [Numtok, Tiktoken, HFTokenizers, Gigatoken, TokenDagger, Tokie, Kitoken]
 
 
+def worst_cases() -> dict[str, str]:
+    """The issue's linear-time cases: one 1 MB piece each (CJK: 333,333 random ideographs)."""
+    rng = np.random.default_rng(0)
+    cjk = "".join(map(chr, rng.integers(0x4E00, 0xA000, 333_333).tolist()))
+    return {"a*1e6": "a" * 1_000_000, "space*1e6": " " * 1_000_000, "cjk-1MB": cjk}
+
+
+def cpu_ms(fn, repeat: int) -> float:
+    """Median CPU milliseconds of fn() (this process's CPU time: steadier than wall here)."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.process_time()
+        fn()
+        times.append(time.process_time() - t0)
+    return 1000 * statistics.median(times)
+
+
+def print_worst_cases(libs, repeat: int) -> None:
+    for label, case in worst_cases().items():
+        row = []
+        for lib in libs:
+            try:
+                once = cpu_ms(lambda: lib.encode(case), repeat)
+                twice = cpu_ms(lambda: lib.encode(case + case), repeat)
+                row.append(f"{lib.name} {once:6.0f} ms (2x input: {twice / once:4.2f}x)")
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - tiktoken's o200k panics (stack overflow) on spaces
+                row.append(f"{lib.name} error {type(exc).__name__}")
+        print(f"  worst {label:10s} " + "  ".join(row), flush=True)
+
+
 def _same(a, b) -> bool:
     return np.array_equal(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
 
@@ -221,6 +253,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--check-mb", type=float, default=1.0)
     ap.add_argument("--max-mb", type=float, default=0, help="use only the first MB of the corpus")
+    ap.add_argument("--worst", action="store_true", help="also time the worst cases (CPU ms) and their doubling")
     args = ap.parse_args(argv)
 
     with open(args.corpus, encoding="utf-8") as f:
@@ -271,6 +304,8 @@ def main(argv=None) -> int:
                 for mode in modes if mode in results[lib.name]
             )  # fmt: skip
             print(f"  {lib.name:14s} exact={exact!s:5s}  MB/s: {row}", flush=True)
+        if args.worst:
+            print_worst_cases(libs, args.repeat)
         if "tiktoken" in results:
             base = results["tiktoken"]
             for name, res in results.items():
