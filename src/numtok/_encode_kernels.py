@@ -56,6 +56,7 @@ _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _U32 = np.uint64(32)
 _U64_0 = np.uint64(0)
+_NO_EXT = np.zeros(0, np.uint64)  # _find_key without a key_table_ext
 
 # Pair table entries are one uint64: left id (21 bits) | right id (21 bits) | priority (22 bits).
 ID_BITS = 21
@@ -124,8 +125,12 @@ def _table_bits(tab):
 
 
 @njit(inline="always")
-def _find_key(tab, bits, tok_bytes, tok_off, a, s, n, k0, h):
-    """Token id whose key equals the n bytes at a[s:], or -1."""
+def _find_key(tab, ext, bits, tok_bytes, tok_off, a, s, n, k0, h):
+    """Token id whose key equals the n bytes at a[s:], or -1.
+
+    ``ext`` is the table's ``key_table_ext`` (or empty): with it, keys of 9-16 bytes are
+    confirmed without reading ``tok_off`` and ``tok_bytes`` (two dependent cache misses).
+    """
     mask = (1 << bits) - 1
     slot = np.int64(h >> np.uint64(64 - bits))
     want = np.uint64(n) << _U32
@@ -137,43 +142,18 @@ def _find_key(tab, bits, tok_bytes, tok_off, a, s, n, k0, h):
             tid = np.int64(meta & _LOW32)
             if n <= 8:
                 return tid
-            o = tok_off[tid]
             i = 8
-            while i < n:
-                m = min(n - i, 8)
-                if _load_word(tok_bytes, o + i, m) != _load_word(a, s + i, m):
-                    break
-                i += 8
-            if i >= n:
-                return tid
-        slot = (slot + 1) & mask
-
-
-@njit(inline="always")
-def _find_whole(tab, ext, bits, tok_bytes, tok_off, a, s, n, k0, h):
-    """_find_key with ``ext`` (see ``key_table_ext``): keys of 9-16 bytes are confirmed
-    without reading ``tok_off`` and ``tok_bytes`` (two dependent cache misses)."""
-    mask = (1 << bits) - 1
-    slot = np.int64(h >> np.uint64(64 - bits))
-    want = np.uint64(n) << _U32
-    while True:
-        meta = tab[2 * slot + 1]
-        if meta == _U64_0:
-            return -1
-        if tab[2 * slot] == k0 and (meta & ~_LOW32) == want:
-            tid = np.int64(meta & _LOW32)
-            if n <= 8:
-                return tid
-            if ext[slot] == _load_word(a, s + 8, min(n - 8, 8)):
+            if ext.shape[0] > 0:
+                i = 16 if ext[slot] == _load_word(a, s + 8, min(n - 8, 8)) else n + 8
+            if i < n:  # bytes beyond what the table holds: compare with the token's own
                 o = tok_off[tid]
-                i = 16
                 while i < n:
                     m = min(n - i, 8)
                     if _load_word(tok_bytes, o + i, m) != _load_word(a, s + i, m):
                         break
                     i += 8
-                if i >= n:
-                    return tid
+            if i >= n and i < n + 8:
+                return tid
         slot = (slot + 1) & mask
 
 
@@ -229,7 +209,7 @@ def build_key_table(tok_bytes, tok_off, ids, key_lens):
         L = key_lens[i]
         s = tok_off[tid]
         k0, h = _hash_bytes(tok_bytes, s, L)
-        if _find_key(tab, bits, tok_bytes, tok_off, tok_bytes, s, L, k0, h) >= 0:
+        if _find_key(tab, _NO_EXT, bits, tok_bytes, tok_off, tok_bytes, s, L, k0, h) >= 0:
             return tab, i
         slot = np.int64(h >> np.uint64(64 - bits))
         while tab[2 * slot + 1] != _U64_0:
@@ -242,7 +222,7 @@ def build_key_table(tok_bytes, tok_off, ids, key_lens):
 @njit(cache=True, nogil=True)
 def key_table_ext(tab, tok_bytes, tok_off):
     """Bytes 8-15 of the key in each slot of a key table (zero-padded; 0 for keys of <= 8
-    bytes and empty slots), for ``_find_whole``."""
+    bytes and empty slots), for ``_find_key``."""
     slots = tab.shape[0] // 2
     ext = np.zeros(slots, dtype=np.uint64)
     for i in range(slots):
@@ -348,11 +328,11 @@ def rank_pair_table(tok_bytes, tok_off, tok_tab, ids):
         L = tok_off[tid + 1] - s
         for cut in range(1, L):
             k0, h = _hash_bytes(tok_bytes, s, cut)
-            left = _find_key(tok_tab, tbits, tok_bytes, tok_off, tok_bytes, s, cut, k0, h)
+            left = _find_key(tok_tab, _NO_EXT, tbits, tok_bytes, tok_off, tok_bytes, s, cut, k0, h)
             if left < 0:
                 continue
             k0, h = _hash_bytes(tok_bytes, s + cut, L - cut)
-            right = _find_key(tok_tab, tbits, tok_bytes, tok_off, tok_bytes, s + cut, L - cut, k0, h)
+            right = _find_key(tok_tab, _NO_EXT, tbits, tok_bytes, tok_off, tok_bytes, s + cut, L - cut, k0, h)
             if right < 0:
                 continue
             if 2 * (n + 1) > tab.shape[0]:
@@ -511,7 +491,7 @@ def _initial_symbols(data, s, L, units, byte_id, tok_bytes, tok_off, tok_tab, tb
             if i + width > L:
                 width = L - i
             k0, h = _hash_bytes(data, s + i, width)
-            v = _find_key(tok_tab, tbits, tok_bytes, tok_off, data, s + i, width, k0, h)
+            v = _find_key(tok_tab, _NO_EXT, tbits, tok_bytes, tok_off, data, s + i, width, k0, h)
             if v < 0:
                 v = unk_id
             if v < 0:
@@ -670,7 +650,7 @@ def encode_spans(
             if L <= hash_max:
                 k0, h = _hash_bytes(data, s, L)
                 if L <= max_whole_len:
-                    v = _find_whole(whole_tab, whole_ext, wbits, tok_bytes, tok_off, data, s, L, k0, h)
+                    v = _find_key(whole_tab, whole_ext, wbits, tok_bytes, tok_off, data, s, L, k0, h)
                     if v >= 0:
                         out[k] = v
                         k += 1
