@@ -507,6 +507,60 @@ def test_batch_utf8_of_texts(texts, block_chars):
         tokenizer_module._BLOCK_CHARS = original
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_near_miss_keys_of_long_tokens(name):
+    """Pieces that share a long token's length and first 8 (or 16) bytes but differ later must
+    not be taken for it: the table keeps bytes 8-15 of such keys, and the rest is compared."""
+    enc = numtok.load(name)
+    ref = reference(name)
+    long_tokens = [t for t in enc.vocab if 9 <= len(t) <= 24 and t.isascii() and t.strip().isalpha()][:400]
+    assert long_tokens
+    pieces = []
+    for t in long_tokens:
+        s = t.decode()
+        for at in sorted({8, len(s) - 1, min(16, len(s) - 1)}):
+            swapped = "q" if s[at] != "q" else "z"
+            pieces.append(s[:at] + swapped + s[at + 1 :])
+        pieces.append(s)
+    text = " ".join(pieces)
+    assert ids(enc.encode_ordinary(text)) == ref.encode_ordinary(text)
+    for piece in pieces[:200]:
+        assert ids(enc.encode_ordinary(piece)) == ref.encode_ordinary(piece)
+
+
+def test_find_key_rejects_near_misses_in_its_probe_chain():
+    """A key with the same length and first 8 (or 16) bytes sitting in the probe chain of a
+    piece is not that piece: checked with and without the table's bytes 8-15 (``ext``)."""
+    from numba import njit
+
+    from numtok import _encode_kernels as kernels
+
+    @njit
+    def home_slot(a, n, bits):
+        _, h = kernels._hash_bytes(a, 0, n)
+        return np.int64(h >> np.uint64(64 - bits))
+
+    @njit
+    def find(tab, ext, tok_bytes, tok_off, a, n):
+        k0, h = kernels._hash_bytes(a, 0, n)
+        return kernels._find_key(tab, ext, kernels._table_bits(tab), tok_bytes, tok_off, a, 0, n, k0, h)
+
+    def padded(raw: bytes) -> np.ndarray:
+        return np.frombuffer(raw + bytes(16), dtype=np.uint8)
+
+    for key, near in [(b" international", b" internaqional"), (b"abcdefghijklmnopqrst", b"abcdefghijklmnopqrXt")]:
+        tok_bytes, tok_off = padded(key), np.array([0, len(key)], dtype=np.int64)
+        for query, want in [(near, -1), (key, 0)]:
+            tab = np.zeros(2 * 4, dtype=np.uint64)  # 4 slots: put the key where the query starts
+            slot = home_slot(padded(query), len(query), 2)
+            tab[2 * slot] = np.frombuffer(key[:8], dtype=np.uint64)[0]
+            tab[2 * slot + 1] = (len(key) << 32) | 0
+            ext = kernels.key_table_ext(tab, tok_bytes, tok_off)
+            assert ext[slot] != 0
+            for table_ext in (ext, np.zeros(0, np.uint64)):
+                assert find(tab, table_ext, tok_bytes, tok_off, padded(query), len(query)) == want
+
+
 def test_piece_cache_grows_with_its_entries():
     """A grown piece cache holds each entry where encoding into that size would put it."""
     from numtok import _encode_kernels as kernels
