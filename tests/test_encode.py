@@ -561,6 +561,17 @@ def test_find_key_rejects_near_misses_in_its_probe_chain():
                 assert find(tab, table_ext, tok_bytes, tok_off, padded(query), len(query)) == want
 
 
+def test_piece_caches_kept_at_most_one_per_core():
+    from numtok import tokenizer as tokenizer_module
+
+    enc = numtok.load("cl100k_base")
+    text = sample_text()[:20_000]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: ids(enc.encode_ordinary(text)), range(32)))
+    assert all(r == results[0] for r in results)
+    assert 1 <= len(enc._caches) <= tokenizer_module._cores()
+
+
 def test_piece_cache_grows_with_its_entries():
     """A grown piece cache holds each entry where encoding into that size would put it."""
     from numtok import _encode_kernels as kernels

@@ -930,8 +930,11 @@ class Tokenizer:
         return cache
 
     def _give_cache(self, cache: np.ndarray) -> None:
+        # Keep one cache per core at most: many threads in flight at once each needed one,
+        # but holding 32 MiB for each of them afterwards would only waste memory.
         with _CACHE_LOCK:
-            self._caches.append(cache)
+            if len(self._caches) < _cores():
+                self._caches.append(cache)
 
     def _clear_caches(self) -> None:
         """Forget all cached pieces (benchmarks use it to time a first pass)."""
@@ -1144,6 +1147,12 @@ def _default_threads() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+@functools.lru_cache(maxsize=1)
+def _cores() -> int:
+    """_default_threads() once (a system call is too much for every short encode call)."""
+    return _default_threads()
 
 
 def _cut_tasks(docs: np.ndarray, threads: int, chunk: int, by_chunk: bool = False) -> list[tuple[int, int]]:
