@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._heap import sift_down, sift_up
 from ._intrinsics import prefetch
 
 # Columns of a word row (start in sym, live length, frequency): one row per word, so visiting a
@@ -161,34 +162,15 @@ def _reserve_pool(pairs, n_pairs, pool, st, extra):
 
 
 @njit(cache=True, nogil=True)
-def _better(heap, i, j):
-    return heap[i, 0] > heap[j, 0] or (heap[i, 0] == heap[j, 0] and heap[i, 1] < heap[j, 1])
-
-
-@njit(cache=True, nogil=True)
-def _swap_rows(heap, i, j):
-    for c in range(3):
-        t = heap[i, c]
-        heap[i, c] = heap[j, c]
-        heap[j, c] = t
-
-
-@njit(cache=True, nogil=True)
 def _heap_push(heap, size, count, aux, p):
     if size >= len(heap):
         grown = np.empty((2 * len(heap), 3), dtype=np.int64)
         grown[:size] = heap[:size]
         heap = grown
-    i = size
-    heap[i, 0] = count
-    heap[i, 1] = aux
-    heap[i, 2] = p
-    while i > 0:
-        parent = (i - 1) >> 1
-        if not _better(heap, i, parent):
-            break
-        _swap_rows(heap, i, parent)
-        i = parent
+    heap[size, 0] = count
+    heap[size, 1] = aux
+    heap[size, 2] = p
+    sift_up(heap, size)
     return heap, size + 1
 
 
@@ -198,18 +180,7 @@ def _heap_pop(heap, size):
     size -= 1
     for c in range(3):
         heap[0, c] = heap[size, c]
-    i = 0
-    while True:
-        left = 2 * i + 1
-        if left >= size:
-            break
-        best = left
-        if left + 1 < size and _better(heap, left + 1, left):
-            best = left + 1
-        if not _better(heap, best, i):
-            break
-        _swap_rows(heap, i, best)
-        i = best
+    sift_down(heap, 0, size)
     return size
 
 
