@@ -55,6 +55,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._heap import sift_down, sift_up
 from .bert import F_CJK, F_CONTROL, F_MARK, F_PUNCT, F_SPACE, F_SPLIT
 
 MODE_BERT = 0
@@ -607,6 +608,20 @@ def _find_pair(slots, P, key):
 
 
 @njit(cache=True, nogil=True)
+def _new_pair(slots, P, s, key, q, flags, links):
+    """Row q of P becomes the pair ``key`` (found absent at slot s): no count, no occurrences."""
+    slots[s] = q
+    P[q, _KEY] = key
+    P[q, _COUNT] = 0
+    P[q, _VER] = 0
+    P[q, _FLAGS] = flags
+    P[q, _HEAD] = -1
+    P[q, _TAIL] = -1
+    P[q, _FIRST] = -1
+    P[q, _NEXT] = links
+
+
+@njit(cache=True, nogil=True)
 def _rehash_pairs(P, n_pairs, size):
     slots = np.full(size, -1, np.int32)
     mask = size - 1
@@ -682,44 +697,6 @@ def _first_occurrence(p, P, occ, sym, nxt):
 
 
 @njit(cache=True, nogil=True)
-def _better(H, i, j):
-    return H[i, 0] > H[j, 0] or (H[i, 0] == H[j, 0] and H[i, 1] < H[j, 1])
-
-
-@njit(cache=True, nogil=True)
-def _swap_rows(H, i, j):
-    for c in range(4):
-        t = H[i, c]
-        H[i, c] = H[j, c]
-        H[j, c] = t
-
-
-@njit(cache=True, nogil=True)
-def _sift_down(H, i, n):
-    while True:
-        l = 2 * i + 1
-        if l >= n:
-            return
-        best = l
-        if l + 1 < n and _better(H, l + 1, l):
-            best = l + 1
-        if not _better(H, best, i):
-            return
-        _swap_rows(H, i, best)
-        i = best
-
-
-@njit(cache=True, nogil=True)
-def _sift_up(H, i):
-    while i > 0:
-        parent = (i - 1) // 2
-        if not _better(H, i, parent):
-            return
-        _swap_rows(H, i, parent)
-        i = parent
-
-
-@njit(cache=True, nogil=True)
 def _add_occurrence(p, g, P, occ, n_occ):
     r = n_occ
     occ[r, 0] = g
@@ -765,7 +742,7 @@ def _push(q, P, sf, occ, sym, nxt, H, hn):
     H[hn, _H_FIRST] = _first_occurrence(q, P, occ, sym, nxt)
     H[hn, _H_PAIR] = q
     H[hn, _H_VER] = P[q, _VER]
-    _sift_up(H, hn)
+    sift_up(H, hn)
     return hn + 1
 
 
@@ -798,7 +775,7 @@ def _merge_loop(st, vocab_size, prefix_nbytes, sym, nxt, prv, wid, w_freq, sf, a
             if hn > 0:
                 for c in range(4):
                     H[0, c] = H[hn, c]
-                _sift_down(H, 0, hn)
+                sift_down(H, 0, hn)
             if ok:
                 best = p
         if best < 0:
@@ -881,14 +858,7 @@ def _merge_loop(st, vocab_size, prefix_nbytes, sym, nxt, prv, wid, w_freq, sf, a
                 if q < 0:
                     q = n_pairs
                     n_pairs += 1
-                    slots[s2] = q
-                    P[q, _KEY] = new_key
-                    P[q, _COUNT] = 0
-                    P[q, _VER] = 0
-                    P[q, _FLAGS] = 0
-                    P[q, _HEAD] = -1
-                    P[q, _TAIL] = -1
-                    P[q, _NEXT] = 0
+                    _new_pair(slots, P, s2, new_key, q, 0, 0)
                 if P[q, _COUNT] == 0:
                     live += 1
                 P[q, _COUNT] += f
@@ -950,7 +920,7 @@ def _merge_loop(st, vocab_size, prefix_nbytes, sym, nxt, prv, wid, w_freq, sf, a
                     m += 1
             hn = m
             for i in range(hn // 2 - 1, -1, -1):
-                _sift_down(H, i, hn)
+                sift_down(H, i, hn)
     st[_S_PAIRS] = n_pairs
     st[_S_OCC] = n_occ
     st[_S_LIVE] = live
@@ -1029,15 +999,7 @@ def train_kernel(sym, word_start, w_freq, tok_bytes, tok_off, n_tok, prefix_nbyt
         if p < 0:
             p = n_pairs
             n_pairs += 1
-            slots[s] = p
-            P[p, _KEY] = key
-            P[p, _COUNT] = 0
-            P[p, _VER] = 0
-            P[p, _FLAGS] = _IN_L | _IN_R
-            P[p, _HEAD] = -1
-            P[p, _TAIL] = -1
-            P[p, _FIRST] = -1
-            P[p, _NEXT] = ((adj[x, 0] + 1) << 32) | (adj[y, 1] + 1)
+            _new_pair(slots, P, s, key, p, _IN_L | _IN_R, ((adj[x, 0] + 1) << 32) | (adj[y, 1] + 1))
             adj[x, 0] = p
             adj[y, 1] = p
         P[p, _COUNT] += w_freq[wid[g]]
@@ -1052,7 +1014,7 @@ def train_kernel(sym, word_start, w_freq, tok_bytes, tok_off, n_tok, prefix_nbyt
         H[p, _H_PAIR] = p
         H[p, _H_VER] = 0
     for i in range(n_pairs // 2 - 1, -1, -1):
-        _sift_down(H, i, n_pairs)
+        sift_down(H, i, n_pairs)
 
     merges = np.empty((max(16, vocab_size - n_tok + 16), 3), np.int32)
     buf = np.empty(256, np.uint8)
