@@ -108,6 +108,16 @@ def _hf_json(encoding, workdir) -> str:
     return path
 
 
+def _tiktoken_file(encoding, workdir) -> str:
+    from numtok import registry
+
+    path = os.path.join(workdir, f"{encoding}.tiktoken")
+    if not os.path.exists(path):
+        with open(path, "wb") as f:
+            f.write(registry.rank_file_content(registry._ENCODINGS[encoding].ranks))
+    return path
+
+
 class HFTokenizers(Library):
     name = "hf-tokenizers"
 
@@ -132,13 +142,7 @@ class Gigatoken(Library):
     def __init__(self, encoding, workdir):
         import gigatoken
 
-        from numtok import registry
-
-        path = os.path.join(workdir, f"{encoding}.tiktoken")
-        if not os.path.exists(path):
-            with open(path, "wb") as f:
-                f.write(registry.rank_file_content(registry._ENCODINGS[encoding].ranks))
-        self.tok = gigatoken.Tokenizer.from_tiktoken(path)
+        self.tok = gigatoken.Tokenizer.from_tiktoken(_tiktoken_file(encoding, workdir))
 
     def encode(self, text):
         return self.tok.encode(text)
@@ -171,13 +175,7 @@ class Kitoken(Library):
     def __init__(self, encoding, workdir):
         import kitoken
 
-        from numtok import registry
-
-        path = os.path.join(workdir, f"{encoding}.tiktoken")
-        if not os.path.exists(path):
-            with open(path, "wb") as f:
-                f.write(registry.rank_file_content(registry._ENCODINGS[encoding].ranks))
-        self.tok = kitoken.Kitoken.from_tiktoken_file(path)
+        self.tok = kitoken.Kitoken.from_tiktoken_file(_tiktoken_file(encoding, workdir))
 
     def encode(self, text):
         return self.tok.encode(text, False)
