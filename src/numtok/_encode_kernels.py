@@ -513,6 +513,19 @@ def _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, res_of):
     return _merge_rounds(sym, n, pp, ptab, pbits, INF_PRIORITY, res_of)
 
 
+@njit(inline="always")
+def _cache_layout(cache):
+    """(log2 of the number of two-way sets, start of the long-piece region) of a piece cache;
+    (0, 0) for the no-cache placeholder."""
+    if cache.shape[0] <= 8:
+        return 0, 0
+    long_base = cache.shape[0] - (16 << LONG_BITS)
+    bits = 0
+    while (1 << bits) < long_base // 8:
+        bits += 1
+    return bits, long_base
+
+
 def new_piece_cache(bits: int) -> np.ndarray:
     """An empty piece cache: 2**bits two-way sets for short pieces, then the long-piece
     region (bits = 0: no cache at all)."""
@@ -534,11 +547,9 @@ def grow_piece_cache(old, new):
     every cache and is copied as it is. Of two entries that meet in a new set, the newer stays
     in way 0, as a lookup-and-insert would leave them.
     """
-    old_sets = (old.shape[0] - (16 << LONG_BITS)) // 8
-    new_base = new.shape[0] - (16 << LONG_BITS)
-    new_bits = 0
-    while (1 << new_bits) < new_base // 8:
-        new_bits += 1
+    old_bits, old_base = _cache_layout(old)
+    new_bits, new_base = _cache_layout(new)
+    old_sets = 1 << old_bits
     piece = np.zeros(24, np.uint8)  # the key's bytes, padded for 8-byte loads
     for way in (1, 0):  # older entries first, so that newer ones end in way 0
         for st in range(old_sets):
@@ -556,7 +567,6 @@ def grow_piece_cache(old, new):
             for q in range(4):
                 new[c + 4 + q] = new[c + q]
                 new[c + q] = old[e + q]
-    old_base = old.shape[0] - (16 << LONG_BITS)
     for q in range(16 << LONG_BITS):
         new[new_base + q] = old[old_base + q]
 
@@ -586,11 +596,7 @@ def encode_spans(
     tbits = _table_bits(tok_tab)
     wbits = _table_bits(whole_tab)
     pbits = _pair_bits(ptab)
-    long_base = cache.shape[0] - (16 << LONG_BITS) if cache.shape[0] > 8 else 0
-    n_sets = long_base // 8
-    cache_bits = 0
-    while (1 << cache_bits) < n_sets:
-        cache_bits += 1
+    cache_bits, long_base = _cache_layout(cache)
     cache_max = CACHE_MAX_BYTES if cache_bits > 0 else 0
     long_max = LONG_MAX_BYTES if cache_bits > 0 else 0
     n_spans = spans.shape[0]
