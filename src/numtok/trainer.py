@@ -16,6 +16,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from . import _bpe_kernels
+from .formats import _CHAR_TO_BYTE, bytes_to_unicode
 from .patterns import resolve_pattern
 from .pretokenizers import split_bytes
 from .progress import Progress
@@ -36,11 +37,8 @@ def byte_level_order() -> np.ndarray:
     >>> order = byte_level_order(); int(order[0]), int(np.flatnonzero(order == 0x20)[0])
     (33, 220)
     """
-    printable = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or 0xAE <= b <= 0xFF]
-    others = [b for b in range(256) if b not in set(printable)]
-    # bytes_to_unicode maps printable bytes to themselves and the others to U+0100.. in order.
-    code_point = {b: b for b in printable} | {b: 0x100 + i for i, b in enumerate(others)}
-    return np.array(sorted(range(256), key=code_point.__getitem__), dtype=np.uint8)
+    char = bytes_to_unicode()
+    return np.array(sorted(range(256), key=lambda b: ord(char[b])), dtype=np.uint8)
 
 
 def train_bpe(
@@ -424,7 +422,7 @@ def _as_symbols(tok: str, options: _Options, symbol_id: dict) -> list[int]:
         if options.alphabet == "bytes":
             # HF compares ByteLevel strings: a special token is rebuilt by merges only if each
             # of its characters is a ByteLevel character (then its bytes are those chars' bytes).
-            inverse = _byte_level_inverse()
+            inverse = _CHAR_TO_BYTE  # ByteLevel character -> byte
             if all(c in inverse for c in tok):
                 return [symbol_id[bytes([inverse[c]])] for c in tok]
             return []
@@ -434,16 +432,3 @@ def _as_symbols(tok: str, options: _Options, symbol_id: dict) -> list[int]:
     if all(p in symbol_id for p in parts):
         return [symbol_id[p] for p in parts]
     return []
-
-
-_INVERSE: dict | None = None
-
-
-def _byte_level_inverse() -> dict:
-    """GPT-2's bytes_to_unicode, inverted: ByteLevel character -> byte."""
-    global _INVERSE
-    if _INVERSE is None:
-        printable = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or 0xAE <= b <= 0xFF]
-        others = [b for b in range(256) if b not in set(printable)]
-        _INVERSE = {chr(b): b for b in printable} | {chr(0x100 + i): b for i, b in enumerate(others)}
-    return _INVERSE
