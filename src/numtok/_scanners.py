@@ -51,7 +51,6 @@ thread or on a few.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -59,6 +58,7 @@ from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from ._intrinsics import load_u64 as _load_u64
+from ._threads import usable_cores
 from ._unicode import BIT_CRLF, BIT_L, BIT_N, BIT_O, BIT_S, BIT_U, BIT_W, class_table
 
 __all__ = ["has_scanner", "split_named", "warmup", "SCANNER_NAMES"]
@@ -615,13 +615,6 @@ def has_scanner(name: str) -> bool:
     return name in _KERNELS
 
 
-def _default_threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover (not Linux)
-        return os.cpu_count() or 1
-
-
 def _initial_capacity(nbytes: int) -> int:
     # Real text averages 4-5 bytes a piece; a kernel that fills its output returns early and
     # is resumed on a bigger one.
@@ -714,7 +707,7 @@ def split_named(data: np.ndarray, docs: np.ndarray, name: str, num_threads: int 
     """
     kernel = _KERNELS[name]
     flags = class_table()
-    threads = _default_threads() if num_threads is None else int(num_threads)
+    threads = usable_cores() if num_threads is None else int(num_threads)
     if threads < 1:
         raise ValueError(f"num_threads must be >= 1, not {num_threads}")
     total = int((docs[:, 1] - docs[:, 0]).sum()) if len(docs) else 0

@@ -36,6 +36,8 @@ from typing import Iterator
 
 import numpy as np
 
+from ._threads import usable_cores
+
 __all__ = ["main"]
 
 PROG = "numtok"
@@ -558,7 +560,7 @@ def cmd_encode(args) -> int:
     tok = load_tokenizer(args.tokenizer)
     dtype = _dtype_for(tok, args.dtype)
     eot = None if args.no_eot else _eot_id(tok, args.eot)
-    threads = args.threads or _cores()
+    threads = args.threads or usable_cores()
     chunk_bytes = args.chunk_mb << 20
     cut = _cut_allowed(tok, args.allow_special)
     total = sum(os.path.getsize(p) for p in args.files)
@@ -599,13 +601,6 @@ def cmd_encode(args) -> int:
                f"{', end-of-text ' + str(eot) + ' between documents' if eot is not None else ''}) in {seconds:,.1f} s "
                f"({total / 1e6 / max(seconds, 1e-9):,.1f} MB/s) -> {args.output}")
     return 0
-
-
-def _cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def _batches(segments: Iterator[_Segment], chunk_bytes: int) -> Iterator[list[_Segment]]:

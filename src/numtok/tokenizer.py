@@ -30,6 +30,7 @@ import regex
 from . import _encode_kernels as _k
 from . import _text
 from ._text import utf8_bytes
+from ._threads import usable_cores
 from .patterns import resolve_pattern
 from .pretokenizers import split_bytes
 
@@ -561,7 +562,7 @@ class Tokenizer:
         if not set(map(type, texts)) <= {str} and not all(isinstance(t, str) for t in texts):
             i = next(i for i, t in enumerate(texts) if not isinstance(t, str))
             raise TypeError(f"texts[{i}] must be a str, not {type(texts[i]).__name__}")
-        threads = _default_threads() if num_threads is None else int(num_threads)
+        threads = usable_cores() if num_threads is None else int(num_threads)
         if threads < 1:
             raise ValueError(f"num_threads must be >= 1, got {num_threads}")
         # Blocks of about a million characters: their UTF-8 stays cache-sized.
@@ -1142,17 +1143,10 @@ def _text_blocks(lengths: np.ndarray, chars: int) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
 
 
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 @functools.lru_cache(maxsize=1)
 def _cores() -> int:
-    """_default_threads() once (a system call is too much for every short encode call)."""
-    return _default_threads()
+    """usable_cores() once (a system call is too much for every short encode call)."""
+    return usable_cores()
 
 
 def _cut_tasks(docs: np.ndarray, threads: int, chunk: int, by_chunk: bool = False) -> list[tuple[int, int]]:

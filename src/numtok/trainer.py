@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ from .pretokenizers import split_bytes
 from .progress import Progress
 from .sources import iter_chunks, source_size
 from .words import WordCounter
+from ._threads import usable_cores
 
 __all__ = ["train_bpe", "train_bpe_from_counts", "byte_level_order"]
 
@@ -205,7 +205,7 @@ class _Options:
 
 def _count_words(source, options: _Options, show_progress, num_threads, field: str = "text") -> tuple[WordCounter, int]:
     """Pre-tokenize and count the corpus on up to two threads (one WordCounter each)."""
-    threads = max(1, min(2, num_threads or os.cpu_count() or 1))
+    threads = max(1, min(2, num_threads or usable_cores()))
     counters = [WordCounter() for _ in range(threads)]
     total = source_size(source)
     bar = Progress("Counting words", total=total, unit="B", enabled=show_progress)

@@ -1,0 +1,13 @@
+"""How many threads numtok uses by default."""
+
+from __future__ import annotations
+
+import os
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS has one), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover (not Linux)
+        return max(1, os.cpu_count() or 1)
