@@ -34,7 +34,6 @@ DEFAULT_TOKENIZER = Path(__file__).resolve().parents[2] / "shared" / "ref" / "be
 def compare_encode(corpus: str, tokenizer: str, megabytes: float, repeat: int) -> None:
     from tokenizers import Tokenizer
 
-    import numtok  # noqa: F401
     from numtok.wordpiece import WordPiece
 
     with open(corpus, encoding="utf-8") as f:

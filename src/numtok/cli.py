@@ -797,7 +797,7 @@ def cmd_info(args) -> int:
         f"end-of-text:    {info['eot_token'] if info['eot_token'] is not None else 'none'}",
     ]
     if longest:
-        lines.append(f"longest tokens: (bytes, id, token)")
+        lines.append("longest tokens: (bytes, id, token)")
         lines += [f"  {len(t):4d} {i:>8} {_token_repr(t)}" for t, i in longest]
     print("\n".join(lines))
     return 0

@@ -482,7 +482,7 @@ def _template_from_json(d, vocab: dict, problems: list[str]):
         return None
     kind = d.get("type")
     if kind == "BertProcessing":
-        (sep, sep_id), (cls_, cls_id) = d.get("sep", ("[SEP]", 102)), d.get("cls", ("[CLS]", 101))
+        (_, sep_id), (_, cls_id) = d.get("sep", ("[SEP]", 102)), d.get("cls", ("[CLS]", 101))
         return [cls_id], [sep_id]
     if kind == "TemplateProcessing":
         before, after, seen_a = [], [], False
