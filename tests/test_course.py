@@ -5,7 +5,6 @@ Expected values below are the documents' printed outputs, not ours.
 
 from __future__ import annotations
 
-import pytest
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
 import numtok

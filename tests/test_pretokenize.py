@@ -26,7 +26,6 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import numtok
 from numtok import _scanners, _unicode
 from numtok._text import char_to_byte_offsets, utf8_bytes
 from numtok.patterns import NAMED_PATTERNS

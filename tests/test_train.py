@@ -8,7 +8,6 @@ import json
 
 import numpy as np
 import pytest
-import regex
 from hypothesis import given, strategies as st
 
 import numtok
