@@ -493,18 +493,41 @@ def test_batch_utf8_of_texts(texts, block_chars):
     from numtok._text import utf8_bytes
 
     chars = np.array([len(t) for t in texts], dtype=np.int64)
-    raw, lens = tokenizer_module._utf8_of_texts(texts, chars)
-    assert raw == b"".join(utf8_bytes(t) for t in texts)
-    assert lens.tolist() == [len(utf8_bytes(t)) for t in texts]
     enc = numtok.load("cl100k_base")
-    original = tokenizer_module._BLOCK_CHARS
-    tokenizer_module._BLOCK_CHARS = block_chars  # many blocks: also the 1-thread block loop
-    try:
-        for threads in (1, 2):
-            batch = enc.encode_ordinary_batch(texts, num_threads=threads)
-            assert batch.to_list() == [ids(enc.encode_ordinary(t)) for t in texts]
-    finally:
-        tokenizer_module._BLOCK_CHARS = original
+    singles = [ids(enc.encode_ordinary(t)) for t in texts]
+    original = tokenizer_module._BLOCK_CHARS, tokenizer_module._DIRECT_UTF8_CHARS
+    for direct_from in (0, original[1]):  # the GIL-free conversion, and text by text
+        tokenizer_module._DIRECT_UTF8_CHARS = direct_from
+        try:
+            data, lens = tokenizer_module._utf8_of_texts("".join(texts), texts, chars)
+            assert data.tobytes() == b"".join(utf8_bytes(t) for t in texts)
+            assert data.base[len(data) : len(data) + tokenizer_module._PAD].tolist() == [0] * tokenizer_module._PAD
+            assert lens.tolist() == [len(utf8_bytes(t)) for t in texts]
+            tokenizer_module._BLOCK_CHARS = block_chars  # many blocks: also the 1-thread block loop
+            for threads in (1, 2):
+                assert enc.encode_ordinary_batch(texts, num_threads=threads).to_list() == singles
+            assert [ids(enc.encode_ordinary(t)) for t in texts] == singles
+        finally:
+            tokenizer_module._BLOCK_CHARS, tokenizer_module._DIRECT_UTF8_CHARS = original
+
+
+@SETTINGS
+@given(st.text(max_size=80), st.sampled_from(["", "é", "\u20ac", "\U0001F600"]), st.data())
+def test_padded_utf8_reads_every_str_kind(text, widener, data):
+    """The GIL-free conversion reads CPython's 1-, 2- and 4-byte strings (``widener`` sets the
+    kind) exactly as str.encode writes them, with the byte offset of any character offsets."""
+    from numtok._text import padded_utf8
+
+    text = text + widener
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
+    converted = padded_utf8(text, 8, np.array(cuts, dtype=np.int64))
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        assert converted is None  # the caller repairs surrogates
+        return
+    out, ends = converted
+    assert out.tobytes() == text.encode("utf-8") and out.flags.writeable
+    assert out.base[len(out) : len(out) + 8].tolist() == [0] * 8
+    assert ends.tolist() == [len(text[:c].encode("utf-8")) for c in cuts]
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
@@ -767,9 +790,10 @@ def test_repr_and_single_token():
 
 
 def test_docstring_examples():
+    import numtok._text
     import numtok.registry
     import numtok.tokenizer
 
-    for module in (numtok.tokenizer, numtok.registry):
+    for module in (numtok.tokenizer, numtok.registry, numtok._text):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 
@@ -43,5 +44,67 @@ def load_u64(typingctx, arr, idx):
         ary = context.make_array(signature.args[0])(context, builder, args[0])
         ptr = builder.gep(ary.data, [args[1]])
         return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+
+    return sig, codegen
+
+
+@intrinsic
+def str_code_units(typingctx, s, dtype):
+    """The code units of a str as a read-only array of ``dtype`` (uint8, uint16 or uint32: the
+    one matching the str's kind, ``s._kind`` bytes per unit), viewing CPython's own buffer.
+
+    No copy, so only valid while the str is alive (the kernel's caller holds it).
+    """
+    if not (isinstance(s, types.UnicodeType) and isinstance(dtype, types.NumberClass)):
+        return None
+    unit = dtype.instance_type
+    if unit not in (types.uint8, types.uint16, types.uint32):
+        return None
+    arrty = types.Array(unit, 1, "C", readonly=True)
+    sig = arrty(s, dtype)
+
+    def codegen(context, builder, signature, args):
+        from numba.np.arrayobj import make_array, populate_array
+
+        string = cgutils.create_struct_proxy(signature.args[0])(context, builder, value=args[0])
+        ary = make_array(arrty)(context, builder)
+        unit_type = context.get_data_type(unit)
+        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(unit_type))
+        data = builder.bitcast(string.data, unit_type.as_pointer())
+        populate_array(ary, data=data, shape=[string.length], strides=[itemsize], itemsize=itemsize, meminfo=None)
+        return ary._getvalue()
+
+    return sig, codegen
+
+
+@intrinsic
+def load_word(typingctx, arr, idx):
+    """The 8 bytes that start at element ``idx`` of a 1-D C array, as a little-endian uint64
+    (unaligned load, no checks): 8, 4 or 2 elements of 1, 2 or 4 bytes."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"):
+        return None
+    sig = types.uint64(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+
+    return sig, codegen
+
+
+@intrinsic
+def store_u64(typingctx, arr, idx, value):
+    """Store ``value`` as 8 little-endian bytes at ``arr[idx]`` of a uint8 array (unaligned,
+    no checks)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and arr.dtype == types.uint8):
+        return None
+    sig = types.void(arr, idx, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        builder.store(args[2], builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+        return context.get_dummy_value()
 
     return sig, codegen

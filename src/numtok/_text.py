@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._intrinsics import load_u64
-
-_HIGH_BITS = np.uint64(0x8080808080808080)
+from ._intrinsics import load_word, store_u64, str_code_units
 
 
 def utf8_bytes(text: str) -> bytes:
@@ -30,27 +28,6 @@ def char_to_byte_offsets(text: str) -> np.ndarray:
     offsets = np.zeros(len(code_points) + 1, dtype=np.int64)
     np.cumsum(widths, out=offsets[1:])
     return offsets
-
-
-@njit(cache=True, nogil=True)
-def byte_offsets_of_chars(data, char_offsets):
-    """Byte offset in valid UTF-8 ``data`` of each (ascending) character offset."""
-    out = np.empty(char_offsets.shape[0], dtype=np.int64)
-    chars = 0  # characters that start before byte i
-    i = 0
-    n = data.shape[0]
-    for q in range(char_offsets.shape[0]):
-        want = char_offsets[q]
-        while want - chars >= 8 and i + 8 <= n and load_u64(data, i) & _HIGH_BITS == 0:
-            i += 8  # 8 ASCII characters
-            chars += 8
-        while chars < want and i < n:
-            i += 1
-            while i < n and (data[i] & 0xC0) == 0x80:  # continuation bytes
-                i += 1
-            chars += 1
-        out[q] = i
-    return out
 
 
 @njit(cache=True, nogil=True)
@@ -102,3 +79,147 @@ def utf8_error_offset(data: np.ndarray) -> int:
     2
     """
     return int(_utf8_error_offset(data))
+
+
+# ---------------------------------------------------------------------------------------------
+# str -> UTF-8 without the GIL: a kernel reads CPython's own buffer (1, 2 or 4 bytes per
+# character), so batch workers convert their texts in parallel instead of waiting for the
+# thread that holds the GIL to run ``str.encode`` for them.
+
+_ASCII_BLOCK = 16  # characters tested and copied at a time, in 8-byte words
+_HIGH_BITS_1 = np.uint64(0x8080808080808080)  # per code unit: set iff it is not ASCII
+_HIGH_BITS_2 = np.uint64(0xFF80FF80FF80FF80)
+_HIGH_BITS_4 = np.uint64(0xFFFFFF80FFFFFF80)
+
+
+@njit(inline="always")
+def _low_bytes_2(w):
+    """The low bytes of the four 2-byte units of ``w``, packed into 4 bytes."""
+    w &= np.uint64(0x00FF00FF00FF00FF)
+    w = (w | (w >> np.uint64(8))) & np.uint64(0x0000FFFF0000FFFF)
+    return (w | (w >> np.uint64(16))) & np.uint64(0xFFFFFFFF)
+
+
+@njit(inline="always")
+def _low_bytes_4(w):
+    """The low bytes of the two 4-byte units of ``w``, packed into 2 bytes."""
+    return (w & np.uint64(0xFF)) | ((w >> np.uint64(24)) & np.uint64(0xFF00))
+
+
+@njit(cache=True, nogil=True)
+def _units_to_utf8(units, out, char_ends, byte_ends):
+    """Write the UTF-8 of the code units (uint8/16/32) into ``out`` and return its length, or
+    -1 at a surrogate (not valid UTF-8: the caller repairs the text). ``byte_ends[q]`` gets
+    the byte offset of character offset ``char_ends[q]`` (ascending)."""
+    n = units.shape[0]
+    nq = char_ends.shape[0]
+    o = 0
+    i = 0
+    for q in range(nq + 1):
+        stop = char_ends[q] if q < nq else n
+        while i < stop:
+            m = min(stop - i, _ASCII_BLOCK)
+            if m == _ASCII_BLOCK and units.itemsize == 1:  # 16 characters as two words
+                w0 = load_word(units, i)
+                w1 = load_word(units, i + 8)
+                if (w0 | w1) & _HIGH_BITS_1 == 0:
+                    store_u64(out, o, w0)
+                    store_u64(out, o + 8, w1)
+                    o += 16
+                    i += 16
+                    continue
+            elif m == _ASCII_BLOCK and units.itemsize == 2:  # four words of 4 characters
+                w0 = load_word(units, i)
+                w1 = load_word(units, i + 4)
+                w2 = load_word(units, i + 8)
+                w3 = load_word(units, i + 12)
+                if (w0 | w1 | w2 | w3) & _HIGH_BITS_2 == 0:
+                    store_u64(out, o, _low_bytes_2(w0) | (_low_bytes_2(w1) << np.uint64(32)))
+                    store_u64(out, o + 8, _low_bytes_2(w2) | (_low_bytes_2(w3) << np.uint64(32)))
+                    o += 16
+                    i += 16
+                    continue
+            elif m == _ASCII_BLOCK:  # eight words of 2 characters
+                w0 = load_word(units, i)
+                w1 = load_word(units, i + 2)
+                w2 = load_word(units, i + 4)
+                w3 = load_word(units, i + 6)
+                w4 = load_word(units, i + 8)
+                w5 = load_word(units, i + 10)
+                w6 = load_word(units, i + 12)
+                w7 = load_word(units, i + 14)
+                if (w0 | w1 | w2 | w3 | w4 | w5 | w6 | w7) & _HIGH_BITS_4 == 0:
+                    lo = _low_bytes_4(w0) | (_low_bytes_4(w1) << np.uint64(16))
+                    lo |= (_low_bytes_4(w2) << np.uint64(32)) | (_low_bytes_4(w3) << np.uint64(48))
+                    hi = _low_bytes_4(w4) | (_low_bytes_4(w5) << np.uint64(16))
+                    hi |= (_low_bytes_4(w6) << np.uint64(32)) | (_low_bytes_4(w7) << np.uint64(48))
+                    store_u64(out, o, lo)
+                    store_u64(out, o + 8, hi)
+                    o += 16
+                    i += 16
+                    continue
+            for t in range(m):  # a block with a wider character (or the tail), one by one
+                c = np.int64(units[i + t])
+                if c < 0x80:
+                    out[o] = np.uint8(c)
+                    o += 1
+                elif c < 0x800:
+                    out[o] = np.uint8(0xC0 | (c >> 6))
+                    out[o + 1] = np.uint8(0x80 | (c & 0x3F))
+                    o += 2
+                elif c < 0x10000:
+                    if 0xD800 <= c <= 0xDFFF:
+                        return -1
+                    out[o] = np.uint8(0xE0 | (c >> 12))
+                    out[o + 1] = np.uint8(0x80 | ((c >> 6) & 0x3F))
+                    out[o + 2] = np.uint8(0x80 | (c & 0x3F))
+                    o += 3
+                else:
+                    out[o] = np.uint8(0xF0 | (c >> 18))
+                    out[o + 1] = np.uint8(0x80 | ((c >> 12) & 0x3F))
+                    out[o + 2] = np.uint8(0x80 | ((c >> 6) & 0x3F))
+                    out[o + 3] = np.uint8(0x80 | (c & 0x3F))
+                    o += 4
+            i += m
+        if q < nq:
+            byte_ends[q] = o
+    return o
+
+
+@njit(cache=True, nogil=True)
+def _str_to_utf8(s, out, char_ends, byte_ends):
+    if s._kind == 1:
+        return _units_to_utf8(str_code_units(s, np.uint8), out, char_ends, byte_ends)
+    if s._kind == 2:
+        return _units_to_utf8(str_code_units(s, np.uint16), out, char_ends, byte_ends)
+    return _units_to_utf8(str_code_units(s, np.uint32), out, char_ends, byte_ends)
+
+
+@njit(cache=True, nogil=True)
+def _utf8_bound(s):
+    """Most UTF-8 bytes the str can need: its kind bounds its code points."""
+    if s._is_ascii:
+        return len(s)
+    return (2 if s._kind == 1 else 3 if s._kind == 2 else 4) * len(s)
+
+
+def padded_utf8(text: str, pad: int, char_ends: np.ndarray):
+    """(UTF-8 of ``text`` as a writable uint8 array followed by ``pad`` zero bytes outside
+    it, byte offset of each ascending character offset in ``char_ends``), or None if the text
+    holds a surrogate (repair it with ``utf8_bytes``). Runs without the GIL.
+
+    >>> data, ends = padded_utf8("hé!", 8, np.array([1, 2, 3]))
+    >>> bytes(data), ends.tolist()
+    (b'h\\xc3\\xa9!', [1, 3, 4])
+    """
+    if type(text) is not str:  # Numba takes exact str only
+        text = str(text)
+    # Sized for the longest UTF-8 the str's kind allows; pages past what is written are never
+    # touched, so they cost address space, not memory.
+    buffer = np.empty(_utf8_bound(text) + pad, dtype=np.uint8)
+    byte_ends = np.empty(len(char_ends), dtype=np.int64)
+    size = int(_str_to_utf8(text, buffer, np.ascontiguousarray(char_ends, dtype=np.int64), byte_ends))
+    if size < 0:
+        return None
+    buffer[size : size + pad] = 0
+    return buffer[:size], byte_ends

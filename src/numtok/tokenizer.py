@@ -29,7 +29,7 @@ import regex
 
 from . import _encode_kernels as _k
 from . import _text
-from ._text import utf8_bytes
+from ._text import padded_utf8, utf8_bytes
 from ._threads import usable_cores
 from .patterns import resolve_pattern
 from .pretokenizers import split_bytes
@@ -517,9 +517,9 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
         allowed = self._check_special_args(text, allowed_special, disallowed_special)
-        data = utf8_bytes(text)
+        data = _padded_utf8_of(text)
         docs, doc_special = self._segments(data, allowed, 0)
-        ids, _ = self._encode_docs(_padded(data), docs, doc_special, 1)
+        ids, _ = self._encode_docs(data, docs, doc_special, 1)
         return ids
 
     def encode_ordinary(self, text: str) -> np.ndarray:
@@ -531,11 +531,11 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
-        data = utf8_bytes(text)
+        data = _padded_utf8_of(text)
         docs = np.empty((1, 2), dtype=np.int64)
         docs[0, 0] = 0
         docs[0, 1] = len(data)
-        ids, _ = self._encode_docs(_padded(data), docs, _NO_SPECIAL, 1)
+        ids, _ = self._encode_docs(data, docs, _NO_SPECIAL, 1)
         return ids
 
     def encode_batch(
@@ -570,16 +570,17 @@ class Tokenizer:
         blocks = _text_blocks(chars, _BLOCK_CHARS)
         if len(blocks) == 1:
             block = self._prepare_block(texts, chars, allowed_special, disallowed_special)
-            ids, ends = self._encode_block(*block, threads=threads)
+            ids, ends = self._encode_block(block, threads=threads)
         else:
             if threads == 1:
-                results = [self._encode_block(*self._prepare_block(texts[a:b], chars[a:b], allowed_special, disallowed_special)) for a, b in blocks]
+                results = [self._encode_block(self._prepare_block(texts[a:b], chars[a:b], allowed_special, disallowed_special)) for a, b in blocks]
             else:
-                # A pipeline: this thread converts block i+1 to UTF-8 (that needs the GIL)
-                # while the workers encode the blocks before it (that does not).
+                # A pipeline: this thread joins block i+1 and checks it for special tokens
+                # (that needs the GIL) while the workers convert and encode the blocks before
+                # it (that does not).
                 with ThreadPoolExecutor(max_workers=threads) as pool:
                     futures = [
-                        pool.submit(self._encode_block, *self._prepare_block(texts[a:b], chars[a:b], allowed_special, disallowed_special))
+                        pool.submit(self._encode_block, self._prepare_block(texts[a:b], chars[a:b], allowed_special, disallowed_special))
                         for a, b in blocks
                     ]
                     results = [f.result() for f in futures]
@@ -591,28 +592,35 @@ class Tokenizer:
         offsets[1:] = ends
         return BatchEncoding(ids, offsets)
 
-    def _prepare_block(self, texts: list[str], chars: np.ndarray, allowed_special, disallowed_special):
-        """UTF-8 buffer and document ranges of consecutive texts of ``chars`` characters
-        (special tokens checked)."""
-        raw, lens = _utf8_of_texts(texts, chars)
-        allowed = self._check_special_args(texts, allowed_special, disallowed_special, raw)
-        starts = np.zeros(len(texts), dtype=np.int64)
-        np.cumsum(lens[:-1], out=starts[1:])
-        docs = np.ascontiguousarray(np.stack([starts, starts + lens], axis=1))
-        doc_special = np.full(len(texts), -1, dtype=np.int64)
-        last_doc = None
-        if allowed and self._special_lookup.may_contain(raw, allowed):
-            parts = [self._segments(raw[a:b], allowed, a) for a, b in docs.tolist()]
-            n_docs = np.fromiter((len(p[0]) for p in parts), dtype=np.int64, count=len(parts))
-            docs = np.ascontiguousarray(np.concatenate([p[0] for p in parts]))
-            doc_special = np.concatenate([p[1] for p in parts])
-            last_doc = np.cumsum(n_docs) - 1
-        return _padded(raw), docs, doc_special, last_doc
+    def _prepare_block(self, texts: list[str], chars: np.ndarray, allowed_special, disallowed_special) -> tuple:
+        """The part of encoding consecutive texts of ``chars`` characters that needs the GIL:
+        their join and the special-token checks. Returns what :meth:`_encode_block` takes."""
+        joined = "".join(texts)
+        allowed = self._check_special_args(texts, allowed_special, disallowed_special, joined)
+        if not allowed or _special_finder(allowed)(joined) is None:
+            return joined, texts, chars, None
+        # Allowed special tokens occur: cut the texts around them (rare, done here).
+        data, lens = _utf8_of_texts(joined, texts, chars)
+        raw = data.tobytes()
+        starts = np.cumsum(lens) - lens
+        parts = [self._segments(raw[a : a + n], allowed, a) for a, n in zip(starts.tolist(), lens.tolist())]
+        n_docs = np.fromiter((len(p[0]) for p in parts), dtype=np.int64, count=len(parts))
+        docs = np.ascontiguousarray(np.concatenate([p[0] for p in parts]))
+        doc_special = np.concatenate([p[1] for p in parts])
+        return None, None, None, (data, docs, doc_special, np.cumsum(n_docs) - 1)
 
-    def _encode_block(self, data, docs, doc_special, last_doc, threads: int = 1):
-        """(ids, end offset of each text) of a prepared block."""
+    def _encode_block(self, block: tuple, threads: int = 1):
+        """(ids, end offset of each text) of a block from :meth:`_prepare_block`."""
+        joined, texts, chars, segmented = block
+        if segmented is None:
+            data, lens = _utf8_of_texts(joined, texts, chars)
+            starts = np.cumsum(lens) - lens
+            docs = np.ascontiguousarray(np.stack([starts, starts + lens], axis=1))
+            ids, doc_end = self._encode_docs(data, docs, _NO_SPECIAL, threads)
+            return ids, doc_end
+        data, docs, doc_special, last_doc = segmented
         ids, doc_end = self._encode_docs(data, docs, doc_special, threads)
-        return ids, (doc_end if last_doc is None else doc_end[last_doc])
+        return ids, doc_end[last_doc]
 
     def encode_ordinary_batch(self, texts: Iterable[str], *, num_threads: int | None = None) -> BatchEncoding:
         """:meth:`encode_batch` with special tokens treated as ordinary text."""
@@ -754,11 +762,11 @@ class Tokenizer:
             return None if tid is None or self._is_special[tid] else tid
         return _find_bytes(self._tok_bytes, self._tok_off, self._mergeable_ids, raw)
 
-    def _check_special_args(self, text_or_texts, allowed_special, disallowed_special, raw=None) -> frozenset:
+    def _check_special_args(self, text_or_texts, allowed_special, disallowed_special, joined=None) -> frozenset:
         """The allowed special tokens; raise ValueError if a disallowed one is in the text(s).
 
-        ``raw`` (the UTF-8 of the texts concatenated) lets a batch be checked in one scan; a
-        hit there is confirmed text by text (a token may straddle two texts).
+        ``joined`` (the texts concatenated) lets a batch be checked in one scan; a hit there
+        is confirmed text by text (a token may straddle two texts).
         """
         if isinstance(text_or_texts, str):
             texts = (text_or_texts,)
@@ -780,7 +788,7 @@ class Tokenizer:
             raise ValueError(f"disallowed_special must be 'all' or a set of strings, not {disallowed_special!r}")
         else:
             disallowed = frozenset(disallowed_special)
-        if disallowed and (raw is None or self._special_lookup.may_contain(raw, disallowed)):
+        if disallowed and (joined is None or _special_finder(disallowed)(joined) is not None):
             finder = _special_finder(disallowed)
             for text in texts:
                 found = finder(text)
@@ -792,7 +800,7 @@ class Tokenizer:
                     )
         return frozenset(t for t in allowed if t in self._special_tokens)
 
-    def _segments(self, data: bytes, allowed: frozenset, base: int) -> tuple[np.ndarray, np.ndarray]:
+    def _segments(self, data, allowed: frozenset, base: int) -> tuple[np.ndarray, np.ndarray]:
         """Documents (ranges between allowed special tokens) of one text at ``base``."""
         if not allowed or not self._special_lookup.may_contain(data, allowed):
             docs = np.empty((1, 2), dtype=np.int64)
@@ -958,6 +966,8 @@ class Tokenizer:
 # helpers
 
 _NO_SPECIAL = np.full(1, -1, dtype=np.int64)
+_NO_OFFSETS = np.zeros(0, dtype=np.int64)
+_DIRECT_UTF8_CHARS = 1 << 14
 _EMPTY: frozenset = frozenset()
 _NO_CACHE = _k.new_piece_cache(0)
 _CACHE_LOCK = threading.Lock()
@@ -984,26 +994,32 @@ _PAD = 16
 _PAD_BYTES = bytes(_PAD)
 
 
-def _utf8_of_texts(texts: list[str], chars: np.ndarray) -> tuple[bytes, np.ndarray]:
-    """(UTF-8 of the texts concatenated, byte length of each text), as ``utf8_bytes`` makes
-    them (lone surrogates -> U+FFFD).
+def _utf8_of_texts(joined: str, texts: list[str], chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(padded UTF-8 of the texts concatenated, byte length of each text), as ``utf8_bytes``
+    makes them (lone surrogates -> U+FFFD); ``joined`` is the texts concatenated, ``chars``
+    their lengths.
 
-    One join and one encode instead of one per text (hundreds of thousands of short texts
-    spent more time here than in the kernels); byte lengths come from the character
-    lengths, and from one scan of the bytes if any text is not ASCII.
+    One conversion of the joined texts, which also yields the byte lengths, instead of one
+    per text (hundreds of thousands of short texts spent more time there than in the
+    kernels); it runs without the GIL, so batch workers do it in parallel.
     """
-    n = len(texts)
-    joined = "".join(texts)
-    try:
-        raw = joined.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: repaired text by text
-        buffers = [utf8_bytes(t) for t in texts]
-        return b"".join(buffers), np.fromiter(map(len, buffers), np.int64, n)
-    if len(raw) == len(joined):  # all ASCII
-        return raw, chars
-    ends = np.cumsum(chars)
-    byte_ends = _text.byte_offsets_of_chars(np.frombuffer(raw, dtype=np.uint8), ends)
-    return raw, np.diff(byte_ends, prepend=0)
+    converted = padded_utf8(joined, _PAD, np.cumsum(chars)) if len(joined) >= _DIRECT_UTF8_CHARS else None
+    if converted is None:  # few characters, or surrogates: text by text (which repairs them;
+        buffers = [utf8_bytes(t) for t in texts]  # a pair split between two texts is two lone ones)
+        return _padded(b"".join(buffers)), np.fromiter(map(len, buffers), np.int64, len(texts))
+    data, byte_ends = converted
+    return data, np.diff(byte_ends, prepend=0)
+
+
+def _padded_utf8_of(text: str) -> np.ndarray:
+    """:func:`_padded` UTF-8 of one text (lone surrogates -> U+FFFD). Long texts are written
+    straight from the str (half the time of ``str.encode`` and a copy); short ones are not:
+    Numba types a str argument in Python, ~4 us a call."""
+    if len(text) >= _DIRECT_UTF8_CHARS:
+        converted = padded_utf8(text, _PAD, _NO_OFFSETS)
+        if converted is not None:
+            return converted[0]
+    return _padded(utf8_bytes(text))
 
 
 def _padded(raw) -> np.ndarray:
