@@ -5,6 +5,7 @@ kitoken when they import), all on the same text in one run.
     python benchmarks/compare_encode.py /work/corpus/mixed-10M.txt
     python benchmarks/compare_encode.py CORPUS --encodings cl100k_base --repeat 5 --threads 2
     python benchmarks/compare_encode.py CORPUS --only numtok,tiktoken --modes single,batch
+    python benchmarks/compare_encode.py CORPUS --only numtok,tiktoken --modes single --short --worst
 
 Modes (every figure is MB/s of UTF-8 input, the median of ``--repeat`` runs; the machine is
 shared, so compare medians and the ratios to tiktoken printed next to them):
@@ -237,6 +238,25 @@ def print_worst_cases(libs, repeat: int) -> None:
         print(f"  worst {label:10s} " + "  ".join(row), flush=True)
 
 
+def print_short_calls(libs, lines: list[str], repeat: int) -> None:
+    """Per-call cost on short texts: each of ``lines`` encoded with its own call (median
+    microseconds per call over ``repeat`` passes); what a loop over small texts pays."""
+    row = []
+    for lib in libs:
+        encode = lib.encode
+        for line in lines[:50]:
+            encode(line)  # warm up (compiles, caches)
+        per_call = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for line in lines:
+                encode(line)
+            per_call.append((time.perf_counter() - t0) / len(lines) * 1e6)
+        row.append(f"{lib.name} {statistics.median(per_call):6.2f} us")
+    mean = sum(map(len, lines)) / len(lines)
+    print(f"  short calls ({len(lines)} lines, {mean:.0f} chars each on average): " + "  ".join(row), flush=True)
+
+
 def _same(a, b) -> bool:
     return np.array_equal(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
 
@@ -252,6 +272,7 @@ def main(argv=None) -> int:
     ap.add_argument("--check-mb", type=float, default=1.0)
     ap.add_argument("--max-mb", type=float, default=0, help="use only the first MB of the corpus")
     ap.add_argument("--worst", action="store_true", help="also time the worst cases (CPU ms) and their doubling")
+    ap.add_argument("--short", action="store_true", help="also time one call per line on 10,000 short lines (us per call)")
     args = ap.parse_args(argv)
 
     with open(args.corpus, encoding="utf-8") as f:
@@ -304,6 +325,8 @@ def main(argv=None) -> int:
             print(f"  {lib.name:14s} exact={exact!s:5s}  MB/s: {row}", flush=True)
         if args.worst:
             print_worst_cases(libs, args.repeat)
+        if args.short:
+            print_short_calls(libs, [line for line in text[:2_000_000].splitlines() if line.strip()][:10_000], args.repeat)
         if "tiktoken" in results:
             base = results["tiktoken"]
             for name, res in results.items():

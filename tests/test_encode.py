@@ -317,6 +317,34 @@ def test_documents_cut_into_chunks(name):
     assert not custom._cuttable
 
 
+@SETTINGS
+@given(st.text(max_size=300), st.sampled_from(CORE))
+def test_one_kernel_path_equals_chunked_path(text, name):
+    """Short texts are split and encoded in one kernel call (encode_text); the same bytes
+    through the scanner + encode_spans path give the same ids."""
+    from numtok.tokenizer import _NO_SPECIAL, _padded_utf8_of
+
+    enc = numtok.load(name)
+    data = _padded_utf8_of(text)
+    docs = np.array([[0, len(data)]], dtype=np.int64)
+    chunked, _ = enc._run(data, docs, _NO_SPECIAL)
+    assert ids(enc._encode_whole(data)) == ids(chunked)
+
+
+def test_one_kernel_path_on_real_text_and_missing_bytes():
+    enc = numtok.load("o200k_base")
+    text = sample_text()[:200_000]
+    tok = copy_of("o200k_base")
+    tok._chunk_bytes = 97  # never the one-kernel path
+    assert ids(enc.encode_ordinary(text)) == ids(tok.encode_ordinary(text))
+    partial = Tokenizer({b"a": 0, b"b": 1, b"ab": 2}, merges=[(b"a", b"b")], pattern="gpt2")
+    assert partial._scanner_id >= 0 and partial.encode("abab").tolist() == [2, 2]
+    for chunk in (partial._chunk_bytes, 1):
+        partial._chunk_bytes = chunk
+        with pytest.raises(ValueError, match=r"no token for byte 0x63 of character 'c' \(at byte 2\)"):
+            partial.encode("abc")
+
+
 @pytest.mark.parametrize("name", CORE)
 def test_heap_path_equals_scan_path(name):
     text = sample_text()[:40_000] + "a" * 500 + " " + "ab" * 300

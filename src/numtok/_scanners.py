@@ -61,7 +61,7 @@ from ._intrinsics import load_u64 as _load_u64
 from ._threads import usable_cores
 from ._unicode import BIT_CRLF, BIT_L, BIT_N, BIT_O, BIT_S, BIT_U, BIT_W, class_table
 
-__all__ = ["has_scanner", "split_named", "warmup", "SCANNER_NAMES"]
+__all__ = ["has_scanner", "split_named", "scan_whole", "warmup", "SCANNER_NAMES", "SCANNER_IDS"]
 
 _L = np.uint8(BIT_L)
 _N = np.uint8(BIT_N)
@@ -605,6 +605,26 @@ def _cut_points(data, start, end, step, window):
 
 _KERNELS = {"gpt2": _split_gpt2, "r50k": _split_gpt2, "cl100k": _split_cl100k, "o200k": _split_o200k}
 SCANNER_NAMES = tuple(_KERNELS)
+# Numbers that select a scanner inside another kernel (see scan_whole).
+SCANNER_IDS = {"gpt2": 0, "r50k": 0, "cl100k": 1, "o200k": 2}
+
+
+@_jit
+def scan_whole(scanner, data, flags):
+    """(n, 2) pieces of all of ``data`` by scanner number ``scanner`` (``SCANNER_IDS``), for
+    kernels that encode a short text in one call. The output is allocated here, at its bound:
+    every piece has at least one byte."""
+    docs = np.empty((1, 2), np.int64)
+    docs[0, 0] = 0
+    docs[0, 1] = data.shape[0]
+    out = np.empty((data.shape[0] + 1, 2), np.int64)
+    if scanner == 0:
+        n, _, _ = _split_gpt2(data, docs, flags, out, 0, 0, 0)
+    elif scanner == 1:
+        n, _, _ = _split_cl100k(data, docs, flags, out, 0, 0, 0)
+    else:
+        n, _, _ = _split_o200k(data, docs, flags, out, 0, 0, 0)
+    return out[:n]
 
 # Below this many bytes a call stays on the calling thread whatever num_threads says.
 _PARALLEL_MIN_BYTES = 1 << 20

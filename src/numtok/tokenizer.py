@@ -28,9 +28,10 @@ import numpy as np
 import regex
 
 from . import _encode_kernels as _k
-from . import _text
+from . import _scanners
 from ._text import padded_utf8, utf8_bytes
 from ._threads import usable_cores
+from ._unicode import class_table
 from .patterns import resolve_pattern
 from .pretokenizers import split_bytes
 
@@ -255,6 +256,8 @@ class Tokenizer:
         # may be cut there (see _k.cut_documents); any other pattern is never cut.
         self._cuttable = pattern_name in ("gpt2", "r50k", "cl100k", "o200k")
         self._split = _splitter(self._split_pattern, pattern_name)
+        # Short texts of a named pattern are split and encoded in one kernel call.
+        self._scanner_id = _scanners.SCANNER_IDS.get(pattern_name, -1) if pattern_name else -1
         self.units = units
         self.unk_token = unk_token
         self.end_of_word = end_of_word
@@ -518,6 +521,8 @@ class Tokenizer:
             raise TypeError(f"text must be a str, not {type(text).__name__}")
         allowed = self._check_special_args(text, allowed_special, disallowed_special)
         data = _padded_utf8_of(text)
+        if self._scanner_id >= 0 and len(data) <= self._chunk_bytes and not allowed:
+            return self._encode_whole(data)
         docs, doc_special = self._segments(data, allowed, 0)
         ids, _ = self._encode_docs(data, docs, doc_special, 1)
         return ids
@@ -532,6 +537,8 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
         data = _padded_utf8_of(text)
+        if self._scanner_id >= 0 and len(data) <= self._chunk_bytes:
+            return self._encode_whole(data)
         docs = np.empty((1, 2), dtype=np.int64)
         docs[0, 0] = 0
         docs[0, 1] = len(data)
@@ -882,6 +889,22 @@ class Tokenizer:
             out.resize(k, refcheck=False)
         return out, doc_end
 
+    def _encode_whole(self, data: np.ndarray) -> np.ndarray:
+        """Ids of all of ``data`` (padded; named pattern), split and encoded in one kernel."""
+        piece_cache = self._take_cache(len(data))
+        try:
+            status, ids, pos = _k.encode_text(
+                self._scanner_id, data, class_table(),
+                self._byte_id, self._bp, self._tok_bytes, self._tok_off, self._tok_tab, self._whole_tab,
+                self._whole_ext, self._max_whole_len, self._pair_tab, self._res_of, self._units_code, self._unk_id, self._eow_id,
+                piece_cache, self._heap_min,
+            )  # fmt: skip
+        finally:
+            self._give_cache(piece_cache)
+        if status == _k.ST_NO_SYMBOL:
+            raise ValueError(self._no_symbol_message(data, pos))
+        return ids
+
     def _run_groups(self, data, docs, doc_special, spans, groups, out, doc_end, piece_cache, strict) -> int:
         k = 0
         whole = len(groups) == 1
@@ -932,7 +955,7 @@ class Tokenizer:
             cache = self._caches.pop() if self._caches else None
         if cache is None:
             return _k.new_piece_cache(bits)
-        if _k.piece_cache_bits(cache) < bits:
+        if len(cache) < _k.piece_cache_size(bits):
             bigger = _k.new_piece_cache(bits)
             _k.grow_piece_cache(cache, bigger)
             return bigger
@@ -1133,14 +1156,9 @@ def _splitter(pattern: str, name: str | None):
     skips ``split_bytes``'s argument checks: ~10 us per call); anything else through
     ``split_bytes``.
     """
-    try:
-        from . import _scanners
-
-        if name is not None and _scanners.has_scanner(name):
-            split_named = _scanners.split_named
-            return lambda data, docs: split_named(data, docs, name, 1)
-    except (ImportError, AttributeError):  # pragma: no cover - scanner module changed shape
-        pass
+    if name is not None and _scanners.has_scanner(name):
+        split_named = _scanners.split_named
+        return lambda data, docs: split_named(data, docs, name, 1)
     return lambda data, docs: split_bytes(data, docs, pattern, 1)
 
 
