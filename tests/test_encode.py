@@ -780,8 +780,20 @@ def test_encode_type_errors():
             enc.encode_ordinary(bad)
     with pytest.raises(TypeError):
         enc.encode_batch("a string")
-    with pytest.raises(TypeError, match=r"texts\[1\]"):
+    with pytest.raises(TypeError, match=r"texts\[1\] must be a str, not bytes"):
         enc.encode_batch(["ok", b"no"])
+    from numtok import tokenizer as tokenizer_module
+
+    original = tokenizer_module._BLOCK_CHARS
+    tokenizer_module._BLOCK_CHARS = 10  # many blocks: the bad text is found in a later one
+    try:
+        for threads in (1, 2):
+            for bad, kind in ((b"no", "bytes"), (None, "NoneType"), (["x"], "list")):
+                texts = ["some text"] * 40 + [bad] + ["more"] * 5
+                with pytest.raises(TypeError, match=rf"texts\[40\] must be a str, not {kind}"):
+                    enc.encode_batch(texts, num_threads=threads)
+    finally:
+        tokenizer_module._BLOCK_CHARS = original
     with pytest.raises(ValueError):
         enc.encode_batch(["x"], num_threads=0)
 

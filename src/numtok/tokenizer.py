@@ -566,28 +566,31 @@ class Tokenizer:
         if isinstance(texts, str):
             raise TypeError("encode_batch takes an iterable of str, not a str")
         texts = list(texts)
-        if not set(map(type, texts)) <= {str} and not all(isinstance(t, str) for t in texts):
-            i = next(i for i, t in enumerate(texts) if not isinstance(t, str))
-            raise TypeError(f"texts[{i}] must be a str, not {type(texts[i]).__name__}")
         threads = usable_cores() if num_threads is None else int(num_threads)
         if threads < 1:
             raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+        # Types are not checked text by text up front (that cost as much as converting them):
+        # len() and the blocks' "".join fail on anything that is not a str, and then the
+        # offending text is found.
+        try:
+            chars = np.fromiter(map(len, texts), np.int64, len(texts))
+        except TypeError:
+            raise _not_str_error(texts) from None
         # Blocks of about a million characters: their UTF-8 stays cache-sized.
-        chars = np.fromiter(map(len, texts), np.int64, len(texts))
         blocks = _text_blocks(chars, _BLOCK_CHARS)
         if len(blocks) == 1:
-            block = self._prepare_block(texts, chars, allowed_special, disallowed_special)
+            block = self._prepare_block(texts, chars, allowed_special, disallowed_special, 0)
             ids, ends = self._encode_block(block, threads=threads)
         else:
             if threads == 1:
-                results = [self._encode_block(self._prepare_block(texts[a:b], chars[a:b], allowed_special, disallowed_special)) for a, b in blocks]
+                results = [self._encode_block(self._prepare_block(texts[a:b], chars[a:b], allowed_special, disallowed_special, a)) for a, b in blocks]
             else:
                 # A pipeline: this thread joins block i+1 and checks it for special tokens
                 # (that needs the GIL) while the workers convert and encode the blocks before
                 # it (that does not).
                 with ThreadPoolExecutor(max_workers=threads) as pool:
                     futures = [
-                        pool.submit(self._encode_block, self._prepare_block(texts[a:b], chars[a:b], allowed_special, disallowed_special))
+                        pool.submit(self._encode_block, self._prepare_block(texts[a:b], chars[a:b], allowed_special, disallowed_special, a))
                         for a, b in blocks
                     ]
                     results = [f.result() for f in futures]
@@ -599,10 +602,14 @@ class Tokenizer:
         offsets[1:] = ends
         return BatchEncoding(ids, offsets)
 
-    def _prepare_block(self, texts: list[str], chars: np.ndarray, allowed_special, disallowed_special) -> tuple:
-        """The part of encoding consecutive texts of ``chars`` characters that needs the GIL:
-        their join and the special-token checks. Returns what :meth:`_encode_block` takes."""
-        joined = "".join(texts)
+    def _prepare_block(self, texts: list[str], chars: np.ndarray, allowed_special, disallowed_special, first: int) -> tuple:
+        """The part of encoding consecutive texts (of ``chars`` characters, the first of them
+        ``texts[first]`` of the batch) that needs the GIL: their join and the special-token
+        checks. Returns what :meth:`_encode_block` takes."""
+        try:
+            joined = "".join(texts)
+        except TypeError:
+            raise _not_str_error(texts, first) from None
         allowed = self._check_special_args(texts, allowed_special, disallowed_special, joined)
         if not allowed or _special_finder(allowed)(joined) is None:
             return joined, texts, chars, None
@@ -1032,6 +1039,13 @@ def _utf8_of_texts(joined: str, texts: list[str], chars: np.ndarray) -> tuple[np
         return _padded(b"".join(buffers)), np.fromiter(map(len, buffers), np.int64, len(texts))
     data, byte_ends = converted
     return data, np.diff(byte_ends, prepend=0)
+
+
+def _not_str_error(texts: list, first: int = 0) -> TypeError:
+    """The TypeError naming the first item of ``texts`` (item ``first`` of the batch on) that
+    is not a str (there is one)."""
+    i = next(i for i, t in enumerate(texts) if not isinstance(t, str))
+    return TypeError(f"texts[{first + i}] must be a str, not {type(texts[i]).__name__}")
 
 
 def _padded_utf8_of(text: str) -> np.ndarray:
