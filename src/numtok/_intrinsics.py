@@ -35,8 +35,9 @@ def prefetch(typingctx, arr, idx):
 
 @intrinsic
 def load_u64(typingctx, arr, idx):
-    """The 8 bytes at ``arr[idx]`` as a little-endian uint64 (unaligned load, no checks)."""
-    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and arr.dtype == types.uint8):
+    """The 8 bytes that start at element ``idx`` of a 1-D C array, as a little-endian uint64
+    (unaligned load, no checks): 8, 4 or 2 elements of 1, 2 or 4 bytes."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"):
         return None
     sig = types.uint64(arr, idx)
 
@@ -73,22 +74,6 @@ def str_code_units(typingctx, s, dtype):
         data = builder.bitcast(string.data, unit_type.as_pointer())
         populate_array(ary, data=data, shape=[string.length], strides=[itemsize], itemsize=itemsize, meminfo=None)
         return ary._getvalue()
-
-    return sig, codegen
-
-
-@intrinsic
-def load_word(typingctx, arr, idx):
-    """The 8 bytes that start at element ``idx`` of a 1-D C array, as a little-endian uint64
-    (unaligned load, no checks): 8, 4 or 2 elements of 1, 2 or 4 bytes."""
-    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"):
-        return None
-    sig = types.uint64(arr, idx)
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        ptr = builder.gep(ary.data, [args[1]])
-        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
 
     return sig, codegen
 

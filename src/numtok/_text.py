@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._intrinsics import load_word, store_u64, str_code_units
+from ._intrinsics import load_u64, store_u64, str_code_units
 
 
 def utf8_bytes(text: str) -> bytes:
@@ -120,8 +120,8 @@ def _units_to_utf8(units, out, char_ends, byte_ends):
         while i < stop:
             m = min(stop - i, _ASCII_BLOCK)
             if m == _ASCII_BLOCK and units.itemsize == 1:  # 16 characters as two words
-                w0 = load_word(units, i)
-                w1 = load_word(units, i + 8)
+                w0 = load_u64(units, i)
+                w1 = load_u64(units, i + 8)
                 if (w0 | w1) & _HIGH_BITS_1 == 0:
                     store_u64(out, o, w0)
                     store_u64(out, o + 8, w1)
@@ -129,10 +129,10 @@ def _units_to_utf8(units, out, char_ends, byte_ends):
                     i += 16
                     continue
             elif m == _ASCII_BLOCK and units.itemsize == 2:  # four words of 4 characters
-                w0 = load_word(units, i)
-                w1 = load_word(units, i + 4)
-                w2 = load_word(units, i + 8)
-                w3 = load_word(units, i + 12)
+                w0 = load_u64(units, i)
+                w1 = load_u64(units, i + 4)
+                w2 = load_u64(units, i + 8)
+                w3 = load_u64(units, i + 12)
                 if (w0 | w1 | w2 | w3) & _HIGH_BITS_2 == 0:
                     store_u64(out, o, _low_bytes_2(w0) | (_low_bytes_2(w1) << np.uint64(32)))
                     store_u64(out, o + 8, _low_bytes_2(w2) | (_low_bytes_2(w3) << np.uint64(32)))
@@ -140,14 +140,14 @@ def _units_to_utf8(units, out, char_ends, byte_ends):
                     i += 16
                     continue
             elif m == _ASCII_BLOCK:  # eight words of 2 characters
-                w0 = load_word(units, i)
-                w1 = load_word(units, i + 2)
-                w2 = load_word(units, i + 4)
-                w3 = load_word(units, i + 6)
-                w4 = load_word(units, i + 8)
-                w5 = load_word(units, i + 10)
-                w6 = load_word(units, i + 12)
-                w7 = load_word(units, i + 14)
+                w0 = load_u64(units, i)
+                w1 = load_u64(units, i + 2)
+                w2 = load_u64(units, i + 4)
+                w3 = load_u64(units, i + 6)
+                w4 = load_u64(units, i + 8)
+                w5 = load_u64(units, i + 10)
+                w6 = load_u64(units, i + 12)
+                w7 = load_u64(units, i + 14)
                 if (w0 | w1 | w2 | w3 | w4 | w5 | w6 | w7) & _HIGH_BITS_4 == 0:
                     lo = _low_bytes_4(w0) | (_low_bytes_4(w1) << np.uint64(16))
                     lo |= (_low_bytes_4(w2) << np.uint64(32)) | (_low_bytes_4(w3) << np.uint64(48))
