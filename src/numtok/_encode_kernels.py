@@ -773,8 +773,9 @@ def encode_text(
     doc_special = np.full(1, -1, np.int64)
     doc_end = np.empty(1, np.int64)
     out = np.empty(data.shape[0] * (2 if eow_id >= 0 else 1) + 1, np.int32)
+    zero = np.int64(0)  # not the literal 0: encode_spans keeps the one signature Python calls
     status, k, _, _, pos = encode_spans(
-        data, spans, docs, doc_special, doc_end, 0, 0, out, 0,
+        data, spans, docs, doc_special, doc_end, zero, zero, out, zero,
         byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
         units, unk_id, eow_id, cache, heap_min,
     )  # fmt: skip

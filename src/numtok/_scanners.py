@@ -618,12 +618,13 @@ def scan_whole(scanner, data, flags):
     docs[0, 0] = 0
     docs[0, 1] = data.shape[0]
     out = np.empty((data.shape[0] + 1, 2), np.int64)
+    zero = np.int64(0)  # not the literal 0: the kernels keep the one signature Python calls
     if scanner == 0:
-        n, _, _ = _split_gpt2(data, docs, flags, out, 0, 0, 0)
+        n, _, _ = _split_gpt2(data, docs, flags, out, zero, zero, zero)
     elif scanner == 1:
-        n, _, _ = _split_cl100k(data, docs, flags, out, 0, 0, 0)
+        n, _, _ = _split_cl100k(data, docs, flags, out, zero, zero, zero)
     else:
-        n, _, _ = _split_o200k(data, docs, flags, out, 0, 0, 0)
+        n, _, _ = _split_o200k(data, docs, flags, out, zero, zero, zero)
     return out[:n]
 
 # Below this many bytes a call stays on the calling thread whatever num_threads says.
