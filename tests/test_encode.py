@@ -265,6 +265,11 @@ def test_lone_surrogates_become_replacement_chars(name):
     enc, ref = numtok.load(name), reference(name)
     for text in ["\ud800", "a\udfffb", "\ud83d\ude00", "x\ud83d", "\udc00\ud800 q"]:
         assert ids(enc.encode(text)) == ref.encode(text)
+    # Long texts take the GIL-free UTF-8 conversion, which hands surrogates back to utf8_bytes.
+    long = sample_text()[:30_000]
+    for text in [long + "\ud800", "\ud83d\ude00" + long, long[:20_000] + "x\udc00y" + long[20_000:]]:
+        assert ids(enc.encode(text)) == ref.encode(text)
+        assert ids(enc.encode_batch([text, "a\ud800"], num_threads=2)[0]) == ref.encode(text)
 
 
 @pytest.mark.parametrize("name", CORE)
