@@ -563,6 +563,20 @@ def test_padded_utf8_reads_every_str_kind(text, widener, data):
     assert ends.tolist() == [len(text[:c].encode("utf-8")) for c in cuts]
 
 
+def test_utf8_conversion_falls_back_when_its_buffer_is_refused(monkeypatch):
+    """The GIL-free conversion reserves the worst case (4 bytes a character for a 4-byte str);
+    where the OS refuses that much address space, str.encode (real size) takes over."""
+    from numtok import _text
+
+    enc = numtok.load("cl100k_base")
+    text = sample_text()[:40_000] + "😀"
+    expected = ids(enc.encode_ordinary(text))
+    monkeypatch.setattr(_text, "_utf8_bound", lambda s: 1 << 62)
+    assert _text.padded_utf8(text, 8, np.zeros(0, np.int64)) is None
+    assert ids(enc.encode_ordinary(text)) == expected
+    assert enc.encode_ordinary_batch([text] * 3, num_threads=2).to_list() == [expected] * 3
+
+
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_near_miss_keys_of_long_tokens(name):
     """Pieces that share a long token's length and first 8 (or 16) bytes but differ later must

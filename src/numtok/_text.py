@@ -206,7 +206,8 @@ def _utf8_bound(s):
 def padded_utf8(text: str, pad: int, char_ends: np.ndarray):
     """(UTF-8 of ``text`` as a writable uint8 array followed by ``pad`` zero bytes outside
     it, byte offset of each ascending character offset in ``char_ends``), or None if the text
-    holds a surrogate (repair it with ``utf8_bytes``). Runs without the GIL.
+    holds a surrogate or its worst-case buffer cannot be had (use ``utf8_bytes``: it repairs
+    surrogates). Runs without the GIL.
 
     >>> data, ends = padded_utf8("hé!", 8, np.array([1, 2, 3]))
     >>> bytes(data), ends.tolist()
@@ -215,8 +216,12 @@ def padded_utf8(text: str, pad: int, char_ends: np.ndarray):
     if type(text) is not str:  # Numba takes exact str only
         text = str(text)
     # Sized for the longest UTF-8 the str's kind allows; pages past what is written are never
-    # touched, so they cost address space, not memory.
-    buffer = np.empty(_utf8_bound(text) + pad, dtype=np.uint8)
+    # touched, so they cost address space, not memory (where even that is refused, the
+    # caller's str.encode needs only the real size).
+    try:
+        buffer = np.empty(_utf8_bound(text) + pad, dtype=np.uint8)
+    except MemoryError:
+        return None
     byte_ends = np.empty(len(char_ends), dtype=np.int64)
     size = int(_str_to_utf8(text, buffer, np.ascontiguousarray(char_ends, dtype=np.int64), byte_ends))
     if size < 0:
