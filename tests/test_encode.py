@@ -333,7 +333,8 @@ def test_one_kernel_path_equals_chunked_path(text, name):
     data = _padded_utf8_of(text)
     docs = np.array([[0, len(data)]], dtype=np.int64)
     chunked, _ = enc._run(data, docs, _NO_SPECIAL)
-    assert ids(enc._encode_whole(data)) == ids(chunked)
+    assert ids(enc._encode_whole(data, len(data))) == ids(chunked)
+    assert ids(enc._encode_short(text)) == ids(chunked)
 
 
 def test_one_kernel_path_on_real_text_and_missing_bytes():
@@ -640,6 +641,16 @@ def test_piece_caches_kept_at_most_one_per_core():
         results = list(pool.map(lambda _: ids(enc.encode_ordinary(text)), range(32)))
     assert all(r == results[0] for r in results)
     assert 1 <= len(enc._caches) <= tokenizer_module._cores()
+
+
+def test_short_texts_from_many_threads():
+    """Short texts go through a per-thread scratch buffer: threads must not see each other's."""
+    enc = numtok.load("o200k_base")
+    lines = [line for line in sample_text().splitlines() if line][:400]
+    expected = [ids(enc.encode_ordinary(line)) for line in lines]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        for _ in range(3):
+            assert list(pool.map(lambda line: ids(enc.encode_ordinary(line)), lines)) == expected
 
 
 def test_piece_cache_grows_with_its_entries():

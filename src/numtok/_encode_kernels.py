@@ -759,13 +759,15 @@ def encode_spans(
 
 @njit(cache=True, nogil=True)
 def encode_text(
-    scanner, data, flags,
+    scanner, data, n, flags,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
     units, unk_id, eow_id, cache, heap_min,
 ):  # fmt: skip
-    """Pre-tokenize all of ``data`` with scanner number ``scanner`` (``_scanners.SCANNER_IDS``)
-    and encode it, in one call: a short text spends more in the Python between two kernels
-    than in them. Returns ``(status, ids, error_position)`` as ``encode_spans`` does."""
+    """Pre-tokenize the text ``data[:n]`` (padded) with scanner number ``scanner``
+    (``_scanners.SCANNER_IDS``) and encode it, in one call: a short text spends more in the
+    Python between two kernels than in them. Returns ``(status, ids, error_position)`` as
+    ``encode_spans`` does."""
+    data = data[:n]
     spans = scan_whole(scanner, data, flags)
     docs = np.empty((1, 2), np.int64)
     docs[0, 0] = 0

@@ -363,6 +363,8 @@ class Tokenizer:
             raise ValueError(f"token {self._token_bytes(tid)!r} appears twice in the vocab (ids include {tid})")
         self._caches: list[np.ndarray] = []
         self._bytes_seen = 0  # sizes the piece caches (see _take_cache)
+        self._cache_len = 0  # the piece-cache length wanted so far, until _bytes_seen reaches
+        self._cache_len_until = 0  # this: then it is worked out again
 
         # Whole-piece table: a piece whose bytes are a key encodes to that single token.
         self._set_whole_table(self._tok_tab, self._max_token_len)
@@ -520,9 +522,11 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
         allowed = self._check_special_args(text, allowed_special, disallowed_special)
+        if not allowed and self._scanner_id >= 0 and len(text) <= _SHORT_BYTES:
+            return self._encode_short(text)
         data = _padded_utf8_of(text)
         if self._scanner_id >= 0 and len(data) <= self._chunk_bytes and not allowed:
-            return self._encode_whole(data)
+            return self._encode_whole(data, len(data))
         docs, doc_special = self._segments(data, allowed, 0)
         ids, _ = self._encode_docs(data, docs, doc_special, 1)
         return ids
@@ -536,9 +540,11 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
+        if self._scanner_id >= 0 and len(text) <= _SHORT_BYTES:
+            return self._encode_short(text)
         data = _padded_utf8_of(text)
         if self._scanner_id >= 0 and len(data) <= self._chunk_bytes:
-            return self._encode_whole(data)
+            return self._encode_whole(data, len(data))
         docs = np.empty((1, 2), dtype=np.int64)
         docs[0, 0] = 0
         docs[0, 1] = len(data)
@@ -896,12 +902,30 @@ class Tokenizer:
             out.resize(k, refcheck=False)
         return out, doc_end
 
-    def _encode_whole(self, data: np.ndarray) -> np.ndarray:
-        """Ids of all of ``data`` (padded; named pattern), split and encoded in one kernel."""
-        piece_cache = self._take_cache(len(data))
+    def _encode_short(self, text: str) -> np.ndarray:
+        """:meth:`_encode_whole` of a text of at most ``_SHORT_BYTES`` characters, its UTF-8
+        copied into this thread's scratch buffer (allocating a padded array cost ~1 us, a
+        seventh of such a call)."""
+        raw = utf8_bytes(text)
+        n = len(raw)
+        if n > _SHORT_BYTES:
+            data = _padded(raw)
+            return self._encode_whole(data, n)
+        scratch = _SCRATCH.__dict__.get("view")
+        if scratch is None:
+            buffer = np.zeros(_SHORT_BYTES + _PAD, dtype=np.uint8)
+            _SCRATCH.array, _SCRATCH.view = buffer, scratch = buffer, memoryview(buffer)
+        scratch[:n] = raw
+        scratch[n : n + _PAD] = _PAD_BYTES
+        return self._encode_whole(_SCRATCH.array, n)
+
+    def _encode_whole(self, data: np.ndarray, n: int) -> np.ndarray:
+        """Ids of the text ``data[:n]`` (padded; named pattern), split and encoded in one
+        kernel call."""
+        piece_cache = self._take_cache(n)
         try:
             status, ids, pos = _k.encode_text(
-                self._scanner_id, data, class_table(),
+                self._scanner_id, data, n, class_table(),
                 self._byte_id, self._bp, self._tok_bytes, self._tok_off, self._tok_tab, self._whole_tab,
                 self._whole_ext, self._max_whole_len, self._pair_tab, self._res_of, self._units_code, self._unk_id, self._eow_id,
                 piece_cache, self._heap_min,
@@ -909,7 +933,7 @@ class Tokenizer:
         finally:
             self._give_cache(piece_cache)
         if status == _k.ST_NO_SYMBOL:
-            raise ValueError(self._no_symbol_message(data, pos))
+            raise ValueError(self._no_symbol_message(data[:n], pos))
         return ids
 
     def _run_groups(self, data, docs, doc_special, spans, groups, out, doc_end, piece_cache, strict) -> int:
@@ -958,11 +982,16 @@ class Tokenizer:
         grows keeps its entries."""
         with _CACHE_LOCK:
             self._bytes_seen += nbytes
-            bits = min(_CACHE_BITS, max(_MIN_CACHE_BITS, (self._bytes_seen >> 8).bit_length()))
+            seen = self._bytes_seen
             cache = self._caches.pop() if self._caches else None
+        if cache is not None and seen < self._cache_len_until and len(cache) >= self._cache_len:
+            return cache  # most calls: the size wanted has not changed since the last one
+        bits = min(_CACHE_BITS, max(_MIN_CACHE_BITS, (seen >> 8).bit_length()))
+        self._cache_len = _k.piece_cache_size(bits)
+        self._cache_len_until = 1 << (bits + 8) if bits < _CACHE_BITS else 1 << 62
         if cache is None:
             return _k.new_piece_cache(bits)
-        if len(cache) < _k.piece_cache_size(bits):
+        if len(cache) < self._cache_len:
             bigger = _k.new_piece_cache(bits)
             _k.grow_piece_cache(cache, bigger)
             return bigger
@@ -998,6 +1027,9 @@ class Tokenizer:
 _NO_SPECIAL = np.full(1, -1, dtype=np.int64)
 _NO_OFFSETS = np.zeros(0, dtype=np.int64)
 _DIRECT_UTF8_CHARS = 1 << 14
+# Texts of at most this many UTF-8 bytes are encoded from a per-thread scratch buffer.
+_SHORT_BYTES = 4096
+_SCRATCH = threading.local()
 _EMPTY: frozenset = frozenset()
 _NO_CACHE = _k.new_piece_cache(0)
 _CACHE_LOCK = threading.Lock()
