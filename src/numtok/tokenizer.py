@@ -934,6 +934,8 @@ class Tokenizer:
             self._give_cache(piece_cache)
         if status == _k.ST_NO_SYMBOL:
             raise ValueError(self._no_symbol_message(data[:n], pos))
+        if status != _k.ST_DONE:  # pragma: no cover - the kernel sizes its output for the worst case
+            raise AssertionError("output buffer bound exceeded")
         return ids
 
     def _run_groups(self, data, docs, doc_special, spans, groups, out, doc_end, piece_cache, strict) -> int:
