@@ -538,12 +538,6 @@ def new_piece_cache(bits: int) -> np.ndarray:
     return np.zeros(piece_cache_size(bits), np.uint64)
 
 
-def piece_cache_bits(cache: np.ndarray) -> int:
-    """log2 of the number of sets of a cache from ``new_piece_cache`` (0: no cache)."""
-    sets = (len(cache) - (16 << LONG_BITS)) // 8
-    return sets.bit_length() - 1 if sets > 0 else 0
-
-
 @njit(cache=True, nogil=True)
 def grow_piece_cache(old, new):
     """Move every entry of the piece cache ``old`` into the bigger, empty ``new``.
