@@ -603,10 +603,10 @@ def _cut_points(data, start, end, step, window):
     return cuts[:n]
 
 
-_KERNELS = {"gpt2": _split_gpt2, "r50k": _split_gpt2, "cl100k": _split_cl100k, "o200k": _split_o200k}
-SCANNER_NAMES = tuple(_KERNELS)
-# Numbers that select a scanner inside another kernel (see scan_whole).
+# The scanner of each named pattern, by number: kernels select one by its number (scan_whole).
 SCANNER_IDS = {"gpt2": 0, "r50k": 0, "cl100k": 1, "o200k": 2}
+_KERNELS = {name: (_split_gpt2, _split_cl100k, _split_o200k)[i] for name, i in SCANNER_IDS.items()}
+SCANNER_NAMES = tuple(_KERNELS)
 
 
 @_jit
