@@ -334,7 +334,7 @@ def test_one_kernel_path_equals_chunked_path(text, name):
     docs = np.array([[0, len(data)]], dtype=np.int64)
     chunked, _ = enc._run(data, docs, _NO_SPECIAL)
     assert ids(enc._encode_whole(data, len(data))) == ids(chunked)
-    assert ids(enc._encode_short(text)) == ids(chunked)
+    assert ids(enc._encode_plain(text)) == ids(chunked)
 
 
 def test_one_kernel_path_on_real_text_and_missing_bytes():

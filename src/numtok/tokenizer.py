@@ -522,11 +522,9 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
         allowed = self._check_special_args(text, allowed_special, disallowed_special)
-        if not allowed and self._scanner_id >= 0 and len(text) <= _SHORT_BYTES:
-            return self._encode_short(text)
+        if not allowed:
+            return self._encode_plain(text)
         data = _padded_utf8_of(text)
-        if self._scanner_id >= 0 and len(data) <= self._chunk_bytes and not allowed:
-            return self._encode_whole(data, len(data))
         docs, doc_special = self._segments(data, allowed, 0)
         ids, _ = self._encode_docs(data, docs, doc_special, 1)
         return ids
@@ -540,16 +538,7 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
-        if self._scanner_id >= 0 and len(text) <= _SHORT_BYTES:
-            return self._encode_short(text)
-        data = _padded_utf8_of(text)
-        if self._scanner_id >= 0 and len(data) <= self._chunk_bytes:
-            return self._encode_whole(data, len(data))
-        docs = np.empty((1, 2), dtype=np.int64)
-        docs[0, 0] = 0
-        docs[0, 1] = len(data)
-        ids, _ = self._encode_docs(data, docs, _NO_SPECIAL, 1)
-        return ids
+        return self._encode_plain(text)
 
     def encode_batch(
         self,
@@ -902,22 +891,20 @@ class Tokenizer:
             out.resize(k, refcheck=False)
         return out, doc_end
 
-    def _encode_short(self, text: str) -> np.ndarray:
-        """:meth:`_encode_whole` of a text of at most ``_SHORT_BYTES`` characters, its UTF-8
-        copied into this thread's scratch buffer (allocating a padded array cost ~1 us, a
-        seventh of such a call)."""
-        raw = utf8_bytes(text)
-        n = len(raw)
-        if n > _SHORT_BYTES:
-            data = _padded(raw)
-            return self._encode_whole(data, n)
-        scratch = _SCRATCH.__dict__.get("view")
-        if scratch is None:
-            buffer = np.zeros(_SHORT_BYTES + _PAD, dtype=np.uint8)
-            _SCRATCH.array, _SCRATCH.view = buffer, scratch = buffer, memoryview(buffer)
-        scratch[:n] = raw
-        scratch[n : n + _PAD] = _PAD_BYTES
-        return self._encode_whole(_SCRATCH.array, n)
+    def _encode_plain(self, text: str) -> np.ndarray:
+        """Ids of one text with no special tokens to find. A named pattern's text that fits one
+        chunk is split and encoded in one kernel call, from this thread's scratch buffer if it
+        is short (allocating a padded array cost ~1 us, a sixth of such a call)."""
+        if self._scanner_id >= 0 and len(text) <= _SHORT_BYTES:
+            raw = utf8_bytes(text)
+            n = len(raw)
+            return self._encode_whole(_in_scratch(raw) if n <= _SHORT_BYTES else _padded(raw), n)
+        data = _padded_utf8_of(text)
+        if self._scanner_id >= 0 and len(data) <= self._chunk_bytes:
+            return self._encode_whole(data, len(data))
+        docs = np.array([[0, len(data)]], dtype=np.int64)
+        ids, _ = self._encode_docs(data, docs, _NO_SPECIAL, 1)
+        return ids
 
     def _encode_whole(self, data: np.ndarray, n: int) -> np.ndarray:
         """Ids of the text ``data[:n]`` (padded; named pattern), split and encoded in one
@@ -1080,6 +1067,19 @@ def _not_str_error(texts: list, first: int = 0) -> TypeError:
     is not a str (there is one)."""
     i = next(i for i, t in enumerate(texts) if not isinstance(t, str))
     return TypeError(f"texts[{first + i}] must be a str, not {type(texts[i]).__name__}")
+
+
+def _in_scratch(raw: bytes) -> np.ndarray:
+    """This thread's scratch buffer holding ``raw`` (at most _SHORT_BYTES) then _PAD zero
+    bytes; valid until the thread's next call."""
+    view = _SCRATCH.__dict__.get("view")
+    if view is None:
+        _SCRATCH.array = np.zeros(_SHORT_BYTES + _PAD, dtype=np.uint8)
+        _SCRATCH.view = view = memoryview(_SCRATCH.array)
+    n = len(raw)
+    view[:n] = raw
+    view[n : n + _PAD] = _PAD_BYTES
+    return _SCRATCH.array
 
 
 def _padded_utf8_of(text: str) -> np.ndarray:
