@@ -625,8 +625,7 @@ class Tokenizer:
             data, lens = _utf8_of_texts(joined, texts, chars)
             starts = np.cumsum(lens) - lens
             docs = np.ascontiguousarray(np.stack([starts, starts + lens], axis=1))
-            ids, doc_end = self._encode_docs(data, docs, _NO_SPECIAL, threads)
-            return ids, doc_end
+            return self._encode_docs(data, docs, _NO_SPECIAL, threads)
         data, docs, doc_special, last_doc = segmented
         ids, doc_end = self._encode_docs(data, docs, doc_special, threads)
         return ids, doc_end[last_doc]
@@ -797,8 +796,8 @@ class Tokenizer:
             raise ValueError(f"disallowed_special must be 'all' or a set of strings, not {disallowed_special!r}")
         else:
             disallowed = frozenset(disallowed_special)
-        if disallowed and (joined is None or _special_finder(disallowed)(joined) is not None):
-            finder = _special_finder(disallowed)
+        finder = _special_finder(disallowed) if disallowed else None
+        if finder is not None and (joined is None or finder(joined) is not None):
             for text in texts:
                 found = finder(text)
                 if found is not None:
