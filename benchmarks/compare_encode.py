@@ -246,13 +246,8 @@ def print_short_calls(libs, lines: list[str], repeat: int) -> None:
         encode = lib.encode
         for line in lines[:50]:
             encode(line)  # warm up (compiles, caches)
-        per_call = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            for line in lines:
-                encode(line)
-            per_call.append((time.perf_counter() - t0) / len(lines) * 1e6)
-        row.append(f"{lib.name} {statistics.median(per_call):6.2f} us")
+        _, median = timed(lambda: [encode(line) for line in lines], repeat)
+        row.append(f"{lib.name} {median / len(lines) * 1e6:6.2f} us")
     mean = sum(map(len, lines)) / len(lines)
     print(f"  short calls ({len(lines)} lines, {mean:.0f} chars each on average): " + "  ".join(row), flush=True)
 
