@@ -93,3 +93,28 @@ def store_u64(typingctx, arr, idx, value):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def address_view(typingctx, address, n, dtype):
+    """The ``n`` elements of ``dtype`` at memory ``address`` as a read-only 1-D array (no
+    copy, no checks): how kernels read objects whose address Python gave them (see
+    ``_pystr``). Valid only while the owner of that memory keeps it alive and unchanged."""
+    if not (isinstance(address, types.Integer) and isinstance(n, types.Integer) and isinstance(dtype, types.NumberClass)):
+        return None
+    unit = dtype.instance_type
+    arrty = types.Array(unit, 1, "C", readonly=True)
+    sig = arrty(address, n, dtype)
+
+    def codegen(context, builder, signature, args):
+        from numba.np.arrayobj import make_array, populate_array
+
+        ary = make_array(arrty)(context, builder)
+        unit_type = context.get_data_type(unit)
+        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(unit_type))
+        data = builder.inttoptr(args[0], unit_type.as_pointer())
+        length = context.cast(builder, args[1], signature.args[1], types.intp)
+        populate_array(ary, data=data, shape=[length], strides=[itemsize], itemsize=itemsize, meminfo=None)
+        return ary._getvalue()
+
+    return sig, codegen

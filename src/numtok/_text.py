@@ -107,13 +107,13 @@ def _low_bytes_4(w):
 
 
 @njit(cache=True, nogil=True)
-def _units_to_utf8(units, out, char_ends, byte_ends):
-    """Write the UTF-8 of the code units (uint8/16/32) into ``out`` and return its length, or
-    -1 at a surrogate (not valid UTF-8: the caller repairs the text). ``byte_ends[q]`` gets
-    the byte offset of character offset ``char_ends[q]`` (ascending)."""
+def _units_to_utf8(units, out, start, char_ends, byte_ends):
+    """Write the UTF-8 of the code units (uint8/16/32) into ``out`` from ``start`` on and
+    return where it ends, or -1 at a surrogate (not valid UTF-8: the caller repairs the text).
+    ``byte_ends[q]`` gets the byte offset of character offset ``char_ends[q]`` (ascending)."""
     n = units.shape[0]
     nq = char_ends.shape[0]
-    o = 0
+    o = start
     i = 0
     for q in range(nq + 1):
         stop = char_ends[q] if q < nq else n
@@ -189,10 +189,10 @@ def _units_to_utf8(units, out, char_ends, byte_ends):
 @njit(cache=True, nogil=True)
 def _str_to_utf8(s, out, char_ends, byte_ends):
     if s._kind == 1:
-        return _units_to_utf8(str_code_units(s, np.uint8), out, char_ends, byte_ends)
+        return _units_to_utf8(str_code_units(s, np.uint8), out, 0, char_ends, byte_ends)
     if s._kind == 2:
-        return _units_to_utf8(str_code_units(s, np.uint16), out, char_ends, byte_ends)
-    return _units_to_utf8(str_code_units(s, np.uint32), out, char_ends, byte_ends)
+        return _units_to_utf8(str_code_units(s, np.uint16), out, 0, char_ends, byte_ends)
+    return _units_to_utf8(str_code_units(s, np.uint32), out, 0, char_ends, byte_ends)
 
 
 @njit(cache=True, nogil=True)

@@ -1,0 +1,243 @@
+"""Reading Python str objects from kernels, without the GIL.
+
+A batch of many short texts spent most of its single-threaded time in Python: ``len()`` of
+every text, then ``"".join`` of each block, whose fresh pages the allocator handed back to the
+system and faulted in again block after block (~0.2 s per 100 MB on the calling thread, which
+the two workers then waited for). Instead the batch is held in a NumPy object array (a
+contiguous array of object pointers that, unlike a list, the garbage collector never walks),
+and kernels read each str where CPython keeps it: its type, length, kind (1, 2 or 4 bytes a
+character) and code units, and write the UTF-8 straight from there.
+
+That reads CPython's object layout, which is not a public API, so nothing is assumed: the
+offsets are found once per process by probing strs whose contents are known (with ``ctypes``),
+then the kernels themselves must reproduce ``len`` and ``str.encode`` on a set of probe texts.
+If anything does not match (another interpreter, an unexpected layout), :func:`layout` is None
+and callers keep the ``len`` / ``"".join`` path. A text that is not an exact, compact str (a
+subclass, a non-str) is never read past its type pointer: the kernels report it and the caller
+takes the slow path, which names the offending item.
+
+The kernels only read, and only while the caller holds the array (its own private copy), so the
+items can neither change nor be freed meanwhile.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import numpy as np
+from numba import njit
+
+from ._intrinsics import address_view
+from ._text import _units_to_utf8
+
+# Fields of the layout array.
+_TYPE = 0  # offset of an object's type pointer (ob_type)
+_STR_TYPE = 1  # address of the str type
+_LENGTH = 2  # offset of a str's length in characters
+_STATE = 3  # offset of the 32-bit state word of a str
+_KIND_SHIFT = 4  # where the 3-bit kind (1, 2, 4) sits in the state word
+_ASCII_BIT = 5
+_COMPACT_BIT = 6
+_ASCII_DATA = 7  # offset of the characters of a compact ASCII str
+_COMPACT_DATA = 8  # ... and of any other compact str
+_FIELDS = 9
+
+
+@njit(inline="always")
+def _word(address):
+    return address_view(address, 1, np.int64)[0]
+
+
+@njit(inline="always")
+def _str_info(obj, layout):
+    """(characters, kind, is_ascii) of the exact, compact str at ``obj``; characters = -1
+    for any other object."""
+    if _word(obj + layout[_TYPE]) != layout[_STR_TYPE]:
+        return -1, 0, False
+    state = np.int64(address_view(obj + layout[_STATE], 1, np.uint32)[0])
+    if (state >> layout[_COMPACT_BIT]) & 1 == 0:
+        return -1, 0, False
+    return _word(obj + layout[_LENGTH]), (state >> layout[_KIND_SHIFT]) & 7, (state >> layout[_ASCII_BIT]) & 1 == 1
+
+
+@njit(cache=True, nogil=True)
+def _lengths(items_address, n, layout, chars):
+    """Fill ``chars`` with the length of each of the ``n`` objects whose pointers are at
+    ``items_address``; return the index of the first that is not an exact compact str (its
+    length is not read), or -1."""
+    items = address_view(items_address, n, np.int64)
+    for i in range(n):
+        m, _, _ = _str_info(items[i], layout)
+        if m < 0:
+            return i
+        chars[i] = m
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _to_utf8(items_address, first, last, layout, pad):
+    """(status, UTF-8 of objects first..last-1 of the pointers at ``items_address``
+    concatenated then ``pad`` zero bytes, byte length of each). status 0: done; 1: an item
+    holds a surrogate; 2: an item is not an exact compact str."""
+    items = address_view(items_address, last, np.int64)
+    bound = 0
+    for i in range(first, last):
+        m, kind, is_ascii = _str_info(items[i], layout)
+        if m < 0:
+            return 2, np.empty(0, np.uint8), np.empty(0, np.int64)
+        bound += m if is_ascii else (2 if kind == 1 else 3 if kind == 2 else 4) * m
+    out = np.empty(bound + pad, np.uint8)
+    lens = np.empty(last - first, np.int64)
+    no_ends = np.empty(0, np.int64)
+    o = 0
+    for i in range(first, last):
+        obj = items[i]
+        m, kind, is_ascii = _str_info(obj, layout)
+        units = obj + (layout[_ASCII_DATA] if is_ascii else layout[_COMPACT_DATA])
+        if kind == 1:
+            end = _units_to_utf8(address_view(units, m, np.uint8), out, o, no_ends, no_ends)
+        elif kind == 2:
+            end = _units_to_utf8(address_view(units, m, np.uint16), out, o, no_ends, no_ends)
+        else:
+            end = _units_to_utf8(address_view(units, m, np.uint32), out, o, no_ends, no_ends)
+        if end < 0:
+            return 1, np.empty(0, np.uint8), np.empty(0, np.int64)
+        lens[i - first] = end - o
+        o = end
+    out[o : o + pad] = 0
+    return 0, out[:o], lens
+
+
+def as_items(texts) -> np.ndarray:
+    """A private object array of the texts (any iterable): what the functions below read."""
+    if isinstance(texts, (list, tuple)):
+        return np.fromiter(texts, dtype=object, count=len(texts))
+    return np.fromiter(texts, dtype=object)
+
+
+def lengths(items: np.ndarray) -> np.ndarray | None:
+    """``len`` of every item of an :func:`as_items` array, or None if layout() is None or an
+    item is not an exact str (the caller then finds out which, and why, the slow way)."""
+    lay = layout()
+    if lay is None:
+        return None
+    chars = np.empty(len(items), np.int64)
+    if _lengths(items.ctypes.data, len(items), lay, chars) >= 0:
+        return None
+    return chars
+
+
+def utf8_of_items(items: np.ndarray, first: int, last: int, pad: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(UTF-8 of ``items[first:last]`` concatenated, as a uint8 array followed by ``pad`` zero
+    bytes outside it, byte length of each text), written without the GIL; None if layout() is
+    None, an item holds a surrogate or is not an exact str (use ``utf8_bytes``, which repairs
+    surrogates)."""
+    lay = layout()
+    if lay is None:
+        return None
+    status, data, lens = _to_utf8(items.ctypes.data, first, last, lay, pad)
+    return (data, lens) if status == 0 else None
+
+
+@functools.lru_cache(maxsize=1)
+def layout() -> np.ndarray | None:
+    """The offsets the kernels read, probed on this interpreter, or None if they cannot be
+    trusted (then nothing here is used)."""
+    if sys.implementation.name != "cpython" or sys.byteorder != "little":
+        return None
+    try:
+        lay = _probe()
+        return lay if lay is not None and _kernels_agree(lay) else None
+    except Exception:  # pragma: no cover - any surprise means: do not use this
+        return None
+
+
+def _probe() -> np.ndarray | None:
+    import ctypes
+
+    def word(address: int) -> int:
+        return ctypes.c_int64.from_address(address).value
+
+    def u32(address: int) -> int:
+        return ctypes.c_uint32.from_address(address).value
+
+    # Built at run time (not literals) so that none is interned or shared with other code.
+    samples = ["".join(["ascii text"] * 7), "".join(["caf\xe9"] * 9), "".join(["\u0100\u4e2d"] * 11), "".join(["\U0001f600x"] * 13)]
+    kinds = (1, 1, 2, 4)
+    ascii = (1, 0, 0, 0)
+    codecs = ("latin-1", "latin-1", "utf-16-le", "utf-32-le")
+
+    type_off = next((o for o in range(0, 64, 8) if all(word(id(s) + o) == id(str) for s in samples)), None)
+    if type_off is None:
+        return None
+    len_off = next((o for o in range(type_off + 8, 96, 8) if all(word(id(s) + o) == len(s) for s in samples)), None)
+    if len_off is None:
+        return None
+    ascii_data = sys.getsizeof("") - 1  # header + the terminating NUL
+    compact_data = sys.getsizeof("\xe9") - 2
+    for s, kind, codec in zip(samples, kinds, codecs):
+        start = ascii_data if s.isascii() else compact_data
+        if ctypes.string_at(id(s) + start, kind * len(s)) != s.encode(codec):
+            return None
+
+    # The state word: a 3-bit field equal to the kind, an ascii bit, and a compact bit that is
+    # set for these and clear for a str subclass's instance (stored apart from its header).
+    class _Sub(str):
+        pass
+
+    subs = [_Sub(samples[0]), _Sub(samples[2])]
+    for state_off in range(len_off + 8, len_off + 32, 4):
+        states = [u32(id(s) + state_off) for s in samples]
+        sub_states = [u32(id(s) + state_off) for s in subs]
+        shift = next((b for b in range(30) if all((st >> b) & 7 == k for st, k in zip(states, kinds))), None)
+        if shift is None:
+            continue
+        ascii_bit = next((b for b in range(32) if all((st >> b) & 1 == a for st, a in zip(states, ascii))), None)
+        compact_bit = next(
+            (b for b in range(32) if all((st >> b) & 1 for st in states) and not any((st >> b) & 1 for st in sub_states) and not shift <= b < shift + 3),
+            None,
+        )
+        if ascii_bit is None or compact_bit is None:
+            return None
+        break
+    else:
+        return None
+
+    lay = np.zeros(_FIELDS, np.int64)
+    lay[_TYPE] = type_off
+    lay[_STR_TYPE] = id(str)
+    lay[_LENGTH] = len_off
+    lay[_STATE] = state_off
+    lay[_KIND_SHIFT] = shift
+    lay[_ASCII_BIT] = ascii_bit
+    lay[_COMPACT_BIT] = compact_bit
+    lay[_ASCII_DATA] = ascii_data
+    lay[_COMPACT_DATA] = compact_data
+    return lay
+
+
+def _kernels_agree(lay: np.ndarray) -> bool:
+    """Whether the kernels reproduce len() and UTF-8 on texts of every kind and on objects
+    they must refuse."""
+    texts = ["", "a", "hello world " * 5, "\xe9t\xe9", "\u4e2d\u6587 " * 9, "\U0001f600 ok", "x" * 40 + "\u0101", str(12345)]
+    texts += [t * 3 for t in texts]
+    items = as_items(texts)
+    chars = np.empty(len(items), np.int64)
+    if _lengths(items.ctypes.data, len(items), lay, chars) != -1 or chars.tolist() != [len(t) for t in texts]:
+        return False
+    status, data, lens = _to_utf8(items.ctypes.data, 0, len(items), lay, 8)
+    if status != 0 or data.tobytes() != "".join(texts).encode() or lens.tolist() != [len(t.encode()) for t in texts]:
+        return False
+
+    class _Sub(str):
+        pass
+
+    for refused in (["ok", 5], ["ok", b"bytes"], ["ok", _Sub("sub")]):
+        items = as_items(refused)
+        if _lengths(items.ctypes.data, len(items), lay, np.empty(len(items), np.int64)) != 1:
+            return False
+        if _to_utf8(items.ctypes.data, 0, len(items), lay, 8)[0] != 2:
+            return False
+    items = as_items(["a\ud800"])
+    return _to_utf8(items.ctypes.data, 0, 1, lay, 8)[0] == 1

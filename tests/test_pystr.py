@@ -1,0 +1,100 @@
+"""Batch texts read straight from the str objects (``numtok._pystr``): the kernels must agree
+with ``len`` and ``str.encode`` on every kind of str, refuse everything else, and the batch
+encoder must give the same ids whichever way a block was read."""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import numtok
+from numtok import _pystr
+from numtok import tokenizer as tokenizer_module
+
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Text over all of Unicode, each widened to one of CPython's kinds (1, 2 or 4 bytes a character).
+TEXTS = st.lists(
+    st.builds(lambda t, w: t + w, st.text(max_size=60), st.sampled_from(["", "\xe9", "\u20ac", "\U0001f600"])),
+    max_size=20,
+)
+
+
+class StrSubclass(str):
+    pass
+
+
+def test_layout_is_found_on_cpython():
+    """Where the GIL-free reading should work it does (a silent fallback would hide a bug)."""
+    if sys.implementation.name != "cpython":
+        pytest.skip("CPython only")
+    assert _pystr.layout() is not None
+
+
+@SETTINGS
+@given(TEXTS, st.data())
+@example(["a\ud800", "\udc00b", "é😀"], None)  # lone surrogates, also split across texts
+def test_lengths_and_utf8_equal_python(texts, data):
+    items = _pystr.as_items(texts)
+    assert _pystr.lengths(items).tolist() == [len(t) for t in texts]
+    first = data.draw(st.integers(0, len(texts))) if data else 0
+    last = data.draw(st.integers(first, len(texts))) if data else len(texts)
+    converted = _pystr.utf8_of_items(items, first, last, 8)
+    part = texts[first:last]
+    if any(0xD800 <= ord(c) <= 0xDFFF for t in part for c in t):
+        assert converted is None  # the caller repairs surrogates
+        return
+    utf8, lens = converted
+    assert utf8.tobytes() == "".join(part).encode("utf-8")
+    assert lens.tolist() == [len(t.encode("utf-8")) for t in part]
+    assert ctypes.string_at(utf8.ctypes.data + len(utf8), 8) == bytes(8)  # the padding
+
+
+@pytest.mark.parametrize("odd", [5, None, b"bytes", StrSubclass("sub"), ["a"]])
+def test_anything_but_an_exact_str_is_refused(odd):
+    items = _pystr.as_items(["ok", odd, "ok"])
+    assert _pystr.lengths(items) is None
+    assert _pystr.utf8_of_items(items, 0, 3, 8) is None
+    assert _pystr.utf8_of_items(items, 2, 3, 8) is not None  # the others are still read
+
+
+def test_batch_ids_do_not_depend_on_how_blocks_were_read(monkeypatch):
+    """Direct reading, its fallbacks (a surrogate or a subclass in a block, a special token
+    that straddles two texts), and the join path all give the single-text ids."""
+    enc = numtok.load("cl100k_base")
+    texts = ["hello world", "caf\xe9 \u4e2d\u6587 \U0001f600", "", "x" * 300, "a\ud800b", "<|endo", "ftext|> ok"]
+    texts = texts * 40 + [StrSubclass("a subclass, read by the slow path")]
+    singles = [enc.encode(t).tolist() for t in texts]
+    monkeypatch.setattr(tokenizer_module, "_BLOCK_CHARS", 500)  # many blocks, some without a fallback
+    for threads in (1, 2):
+        assert enc.encode_batch(texts, num_threads=threads).to_list() == singles
+        assert enc.encode_batch(texts[:-1], num_threads=threads).to_list() == singles[:-1]
+        assert enc.encode_batch(iter(texts[:-1]), num_threads=threads).to_list() == singles[:-1]
+    monkeypatch.setattr(_pystr, "lengths", lambda items: None)  # as where layout() is None
+    assert enc.encode_batch(tuple(texts), num_threads=2).to_list() == singles
+
+
+def test_batch_special_tokens_found_in_directly_read_blocks(monkeypatch):
+    enc = numtok.load("cl100k_base")
+    monkeypatch.setattr(tokenizer_module, "_BLOCK_CHARS", 50)
+    texts = ["plain text " * 3] * 20 + ["x <|endoftext|> y"] + ["more plain text"] * 20
+    with pytest.raises(ValueError, match="<\\|endoftext\\|>"):
+        enc.encode_batch(texts, num_threads=2)
+    batch = enc.encode_batch(texts, num_threads=2, allowed_special="all")
+    assert batch.to_list() == [enc.encode(t, allowed_special="all").tolist() for t in texts]
+    assert 100257 in batch[20].tolist()
+
+
+def test_batch_reads_a_private_copy():
+    """The texts are copied into an array the kernels read; changing the caller's list
+    afterwards (or meanwhile, from another thread) cannot reach them."""
+    texts = ["some text"] * 10
+    items = _pystr.as_items(texts)
+    texts[:] = [None] * 10
+    assert _pystr.utf8_of_items(items, 0, 10, 8)[0].tobytes() == b"some text" * 10
+    assert isinstance(items, np.ndarray) and items.dtype == object
