@@ -1,7 +1,8 @@
 """asv: encoding and decoding throughput (corpus: NUMTOK_BENCH_CORPUS or a generated 10 MB).
 
 ``time_encode_ordinary`` is one thread on the whole corpus as one string;
-``time_encode_batch_1``/``_2`` encode the corpus's paragraphs as a batch on 1 / 2 threads;
+``time_encode_batch_1``/``_2`` encode the corpus's paragraphs as a batch on 1 / 2 threads
+(``_checked_2``: ``encode_batch``, which also looks for disallowed special tokens);
 ``track_mb_per_s`` reports the one-thread figure directly; ``time_first_pass`` is one encode on
 a fresh piece cache (the other figures include warm-cache repeats, as a long-running pipeline
 sees them). ``WorstCase`` times single pieces of 1 MB ("a" * 10**6, spaces, CJK without
@@ -47,6 +48,9 @@ class Encode:
 
     def time_encode_batch_2(self, encoding):
         self.enc.encode_ordinary_batch(self.docs, num_threads=2)
+
+    def time_encode_batch_checked_2(self, encoding):
+        self.enc.encode_batch(self.docs, num_threads=2)  # special tokens looked for (disallowed)
 
     def time_decode(self, encoding):
         self.enc.decode(self.ids)

@@ -15,6 +15,9 @@ shared, so compare medians and the ratios to tiktoken printed next to them):
 * ``batch1``: the corpus as documents (split on blank lines), batch call, one thread.
 * ``batch``: the same with ``--threads`` threads (default: all cores).
 
+After each mode's first run the modes take turns (single, batch1, batch, single, ...), so that
+a ratio between two of them is taken under the same machine load.
+
 Libraries are built offline from the rank files numtok ships: tiktoken from the parsed ranks,
 HF tokenizers / tokie / kitoken from a tokenizer.json numtok writes, gigatoken from a
 ``<name>.tiktoken`` copy. Before timing, every library's ids on the first ``--check-mb`` MB are
@@ -300,19 +303,24 @@ def main(argv=None) -> int:
                 exact = _same(lib.encode(check), reference)
             except Exception as exc:  # noqa: BLE001
                 exact = f"error {type(exc).__name__}"
-            results[lib.name] = {}
+            runs = {}  # mode -> (fn, bytes)
             for mode in modes:
-                if mode not in lib.modes:
-                    continue
+                if mode in lib.modes:
+                    threads = 1 if mode == "batch1" else args.threads
+                    runs[mode] = ((lambda: lib.encode(text)), n_bytes) if mode == "single" else ((lambda t=threads: lib.batch(docs, t)), n_doc_bytes)
+            # Each mode's first run on an empty piece cache; then the modes take turns, so
+            # that the ratios between them (2 threads / 1) see the same machine load.
+            times = {}
+            for mode, (fn, _) in runs.items():
                 if hasattr(lib, "reset"):
                     lib.reset()
-                if mode == "single":
-                    fn, size = (lambda: lib.encode(text)), n_bytes
-                else:
-                    threads = 1 if mode == "batch1" else args.threads
-                    fn, size = (lambda: lib.batch(docs, threads)), n_doc_bytes
-                first, median = timed(fn, args.repeat)
-                results[lib.name][mode] = (size / first / 1e6, size / median / 1e6)
+                times[mode] = [timed(fn, 1)[0]]
+            for _ in range(args.repeat - 1):
+                for mode, (fn, _) in runs.items():
+                    times[mode].append(timed(fn, 1)[0])
+            results[lib.name] = {
+                mode: (size / times[mode][0] / 1e6, size / statistics.median(times[mode]) / 1e6) for mode, (_, size) in runs.items()
+            }
             row = "  ".join(
                 f"{mode} {results[lib.name][mode][1]:7.1f}" + (f" (first {results[lib.name][mode][0]:.1f})" if lib.name == "numtok" else "")
                 for mode in modes if mode in results[lib.name]
@@ -322,6 +330,9 @@ def main(argv=None) -> int:
             print_worst_cases(libs, args.repeat)
         if args.short:
             print_short_calls(libs, [line for line in text[:2_000_000].splitlines() if line.strip()][:10_000], args.repeat)
+        for name, res in results.items():
+            if "batch1" in res and "batch" in res:
+                print(f"  {name:14s} batch on {args.threads} threads / batch1: {res['batch'][1] / res['batch1'][1]:4.2f}x")
         if "tiktoken" in results:
             base = results["tiktoken"]
             for name, res in results.items():

@@ -90,6 +90,12 @@ def test_batch_special_tokens_found_in_directly_read_blocks(monkeypatch):
     assert 100257 in batch[20].tolist()
 
 
+def test_item_range_is_checked():
+    items = _pystr.as_items(["a", "b"])
+    with pytest.raises(IndexError):
+        _pystr.utf8_of_items(items, 1, 3, 8)
+
+
 def test_batch_reads_a_private_copy():
     """The texts are copied into an array the kernels read; changing the caller's list
     afterwards (or meanwhile, from another thread) cannot reach them."""

@@ -41,7 +41,6 @@ _ASCII_BIT = 5
 _COMPACT_BIT = 6
 _ASCII_DATA = 7  # offset of the characters of a compact ASCII str
 _COMPACT_DATA = 8  # ... and of any other compact str
-_FIELDS = 9
 
 
 @njit(inline="always")
@@ -133,6 +132,8 @@ def utf8_of_items(items: np.ndarray, first: int, last: int, pad: int) -> tuple[n
     bytes outside it, byte length of each text), written without the GIL; None if layout() is
     None, an item holds a surrogate or is not an exact str (use ``utf8_bytes``, which repairs
     surrogates)."""
+    if not 0 <= first <= last <= len(items):  # the kernel reads pointers unchecked
+        raise IndexError(f"items {first}:{last} of {len(items)}")
     lay = layout()
     if lay is None:
         return None
@@ -204,17 +205,9 @@ def _probe() -> np.ndarray | None:
     else:
         return None
 
-    lay = np.zeros(_FIELDS, np.int64)
-    lay[_TYPE] = type_off
-    lay[_STR_TYPE] = id(str)
-    lay[_LENGTH] = len_off
-    lay[_STATE] = state_off
-    lay[_KIND_SHIFT] = shift
-    lay[_ASCII_BIT] = ascii_bit
-    lay[_COMPACT_BIT] = compact_bit
-    lay[_ASCII_DATA] = ascii_data
-    lay[_COMPACT_DATA] = compact_data
-    return lay
+    # In the order of the field numbers above.
+    fields = (type_off, id(str), len_off, state_off, shift, ascii_bit, compact_bit, ascii_data, compact_data)
+    return np.array(fields, np.int64)
 
 
 def _kernels_agree(lay: np.ndarray) -> bool:
