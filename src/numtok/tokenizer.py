@@ -560,7 +560,7 @@ class Tokenizer:
         """
         if isinstance(texts, str):
             raise TypeError("encode_batch takes an iterable of str, not a str")
-        texts = _pystr.as_items(texts)  # private: kernels read its items while it is held
+        texts = _pystr.as_items(texts)  # a tuple: kernels read its items while it is held
         threads = usable_cores() if num_threads is None else int(num_threads)
         if threads < 1:
             raise ValueError(f"num_threads must be >= 1, got {num_threads}")
@@ -609,7 +609,7 @@ class Tokenizer:
     def _join_and_encode(self, texts, chars, allowed_special, disallowed_special, specials, a: int, b: int, threads: int):
         """(ids, end offset of each text) of ``texts[a:b]`` by way of their join: str methods
         (they need the GIL) check and cut them for special tokens and repair surrogates."""
-        texts = texts[a:b].tolist()
+        texts = list(texts[a:b])
         try:
             joined = "".join(texts)
         except TypeError:
