@@ -89,6 +89,18 @@ def test_batch_special_tokens_found_in_directly_read_blocks(monkeypatch):
     assert 100257 in batch[20].tolist()
 
 
+def test_refused_buffer_falls_back_to_the_join(monkeypatch):
+    """The buffer is reserved for the worst case (4 bytes a character for a 4-byte str); where
+    the OS refuses that much address space, the batch takes the join path (real size)."""
+    enc = numtok.load("cl100k_base")
+    texts = ["caf\xe9 \U0001f600 text"] * 50
+    expected = [enc.encode_ordinary(t).tolist() for t in texts]
+    monkeypatch.setattr(_pystr, "_utf8_bound", lambda *args: 1 << 62)
+    assert _pystr.utf8_of_items(_pystr.as_items(texts), 0, 50, 8) is None
+    for threads in (1, 2):
+        assert enc.encode_ordinary_batch(texts, num_threads=threads).to_list() == expected
+
+
 def test_item_range_is_checked():
     items = _pystr.as_items(["a", "b"])
     with pytest.raises(IndexError):

@@ -77,19 +77,25 @@ def _lengths(items_address, n, layout, chars):
 
 
 @njit(cache=True, nogil=True)
-def _to_utf8(items_address, first, last, layout, pad):
-    """(status, UTF-8 of objects first..last-1 of the pointers at ``items_address``
-    concatenated then ``pad`` zero bytes, byte length of each). status 0: done; 1: an item
-    holds a surrogate; 2: an item is not an exact compact str."""
+def _utf8_bound(items_address, first, last, layout):
+    """Most UTF-8 bytes objects first..last-1 of the pointers at ``items_address`` can need
+    (each str's kind bounds its code points), or -1 if one is not an exact compact str."""
     items = address_view(items_address, last, np.int64)
     bound = 0
     for i in range(first, last):
         m, kind, is_ascii = _str_info(items[i], layout)
         if m < 0:
-            return 2, np.empty(0, np.uint8), np.empty(0, np.int64)
+            return -1
         bound += m if is_ascii else (2 if kind == 1 else 3 if kind == 2 else 4) * m
-    out = np.empty(bound + pad, np.uint8)
-    lens = np.empty(last - first, np.int64)
+    return bound
+
+
+@njit(cache=True, nogil=True)
+def _to_utf8(items_address, first, last, layout, out, lens):
+    """Write the UTF-8 of the exact compact strs first..last-1 of the pointers at
+    ``items_address`` one after another into ``out`` (sized by ``_utf8_bound``) and the byte
+    length of each into ``lens``; return where it ends, or -1 at a surrogate."""
+    items = address_view(items_address, last, np.int64)
     no_ends = np.empty(0, np.int64)
     o = 0
     for i in range(first, last):
@@ -103,11 +109,10 @@ def _to_utf8(items_address, first, last, layout, pad):
         else:
             end = _units_to_utf8(address_view(units, m, np.uint32), out, o, no_ends, no_ends)
         if end < 0:
-            return 1, np.empty(0, np.uint8), np.empty(0, np.int64)
+            return -1
         lens[i - first] = end - o
         o = end
-    out[o : o + pad] = 0
-    return 0, out[:o], lens
+    return o
 
 
 def as_items(texts) -> tuple:
@@ -131,15 +136,31 @@ def lengths(items: tuple) -> np.ndarray | None:
 def utf8_of_items(items: tuple, first: int, last: int, pad: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(UTF-8 of ``items[first:last]`` concatenated, as a uint8 array followed by ``pad`` zero
     bytes outside it, byte length of each text), written without the GIL; None if layout() is
-    None, an item holds a surrogate or is not an exact str (use ``utf8_bytes``, which repairs
+    None, an item is not an exact str or holds a surrogate, or the buffer for the worst case
+    cannot be had (the caller's ``str.encode`` path needs only the real size and repairs
     surrogates)."""
-    if not 0 <= first <= last <= len(items):  # the kernel reads pointers unchecked
+    if not 0 <= first <= last <= len(items):  # the kernels read pointers unchecked
         raise IndexError(f"items {first}:{last} of {len(items)}")
     lay = layout()
-    if lay is None:
+    return None if lay is None else _utf8_of_items(items, first, last, pad, lay)
+
+
+def _utf8_of_items(items: tuple, first: int, last: int, pad: int, lay: np.ndarray):
+    address = id(items) + lay[_TUPLE_ITEMS]
+    bound = _utf8_bound(address, first, last, lay)
+    if bound < 0:
         return None
-    status, data, lens = _to_utf8(id(items) + lay[_TUPLE_ITEMS], first, last, lay, pad)
-    return (data, lens) if status == 0 else None
+    # Pages past what is written are never touched: they cost address space, not memory.
+    try:
+        out = np.empty(bound + pad, np.uint8)
+    except MemoryError:
+        return None
+    lens = np.empty(last - first, np.int64)
+    end = _to_utf8(address, first, last, lay, out, lens)
+    if end < 0:
+        return None
+    out[end : end + pad] = 0
+    return out[:end], lens
 
 
 @functools.lru_cache(maxsize=1)
@@ -224,8 +245,10 @@ def _kernels_agree(lay: np.ndarray) -> bool:
     chars = np.empty(len(items), np.int64)
     if _lengths(id(items) + lay[_TUPLE_ITEMS], len(items), lay, chars) != -1 or chars.tolist() != [len(t) for t in texts]:
         return False
-    status, data, lens = _to_utf8(id(items) + lay[_TUPLE_ITEMS], 0, len(items), lay, 8)
-    if status != 0 or data.tobytes() != "".join(texts).encode() or lens.tolist() != [len(t.encode()) for t in texts]:
+    converted = _utf8_of_items(items, 0, len(items), 8, lay)
+    if converted is None or converted[0].tobytes() != "".join(texts).encode():
+        return False
+    if converted[1].tolist() != [len(t.encode()) for t in texts]:
         return False
 
     class _Sub(str):
@@ -235,7 +258,6 @@ def _kernels_agree(lay: np.ndarray) -> bool:
         items = as_items(refused)
         if _lengths(id(items) + lay[_TUPLE_ITEMS], len(items), lay, np.empty(len(items), np.int64)) != 1:
             return False
-        if _to_utf8(id(items) + lay[_TUPLE_ITEMS], 0, len(items), lay, 8)[0] != 2:
+        if _utf8_of_items(items, 0, len(items), 8, lay) is not None:
             return False
-    items = as_items(["a\ud800"])
-    return _to_utf8(id(items) + lay[_TUPLE_ITEMS], 0, 1, lay, 8)[0] == 1
+    return _utf8_of_items(as_items(["a\ud800"]), 0, 1, 8, lay) is None
