@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from ._intrinsics import address_view
-from ._text import _units_to_utf8
+from ._text import _units_to_utf8, utf8_bound_of_kind
 
 # Fields of the layout array.
 _TYPE = 0  # offset of an object's type pointer (ob_type)
@@ -86,7 +86,7 @@ def _utf8_bound(items_address, first, last, layout):
         m, kind, is_ascii = _str_info(items[i], layout)
         if m < 0:
             return -1
-        bound += m if is_ascii else (2 if kind == 1 else 3 if kind == 2 else 4) * m
+        bound += utf8_bound_of_kind(m, kind, is_ascii)
     return bound
 
 

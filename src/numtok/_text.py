@@ -195,12 +195,19 @@ def _str_to_utf8(s, out, char_ends, byte_ends):
     return _units_to_utf8(str_code_units(s, np.uint32), out, 0, char_ends, byte_ends)
 
 
+@njit(inline="always")
+def utf8_bound_of_kind(n, kind, is_ascii):
+    """Most UTF-8 bytes ``n`` characters of a str of this kind (1, 2 or 4 bytes a character)
+    can need: the kind bounds its code points."""
+    if is_ascii:
+        return n
+    return (2 if kind == 1 else 3 if kind == 2 else 4) * n
+
+
 @njit(cache=True, nogil=True)
 def _utf8_bound(s):
-    """Most UTF-8 bytes the str can need: its kind bounds its code points."""
-    if s._is_ascii:
-        return len(s)
-    return (2 if s._kind == 1 else 3 if s._kind == 2 else 4) * len(s)
+    """Most UTF-8 bytes the str can need."""
+    return utf8_bound_of_kind(len(s), s._kind, s._is_ascii)
 
 
 def padded_utf8(text: str, pad: int, char_ends: np.ndarray):
