@@ -188,11 +188,12 @@ def _units_to_utf8(units, out, start, char_ends, byte_ends):
 
 @njit(cache=True, nogil=True)
 def _str_to_utf8(s, out, char_ends, byte_ends):
+    start = np.int64(0)  # not the literal 0: one signature with the batch's calls (_pystr)
     if s._kind == 1:
-        return _units_to_utf8(str_code_units(s, np.uint8), out, 0, char_ends, byte_ends)
+        return _units_to_utf8(str_code_units(s, np.uint8), out, start, char_ends, byte_ends)
     if s._kind == 2:
-        return _units_to_utf8(str_code_units(s, np.uint16), out, 0, char_ends, byte_ends)
-    return _units_to_utf8(str_code_units(s, np.uint32), out, 0, char_ends, byte_ends)
+        return _units_to_utf8(str_code_units(s, np.uint16), out, start, char_ends, byte_ends)
+    return _units_to_utf8(str_code_units(s, np.uint32), out, start, char_ends, byte_ends)
 
 
 @njit(inline="always")
