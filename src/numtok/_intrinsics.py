@@ -50,30 +50,16 @@ def load_u64(typingctx, arr, idx):
 
 
 @intrinsic
-def str_code_units(typingctx, s, dtype):
-    """The code units of a str as a read-only array of ``dtype`` (uint8, uint16 or uint32: the
-    one matching the str's kind, ``s._kind`` bytes per unit), viewing CPython's own buffer.
-
-    No copy, so only valid while the str is alive (the kernel's caller holds it).
-    """
-    if not (isinstance(s, types.UnicodeType) and isinstance(dtype, types.NumberClass)):
+def str_data_address(typingctx, s):
+    """The address of a str's code units (``s._kind`` bytes each: 1, 2 or 4), in CPython's
+    own buffer; read them with :func:`address_view` while the str is alive."""
+    if not isinstance(s, types.UnicodeType):
         return None
-    unit = dtype.instance_type
-    if unit not in (types.uint8, types.uint16, types.uint32):
-        return None
-    arrty = types.Array(unit, 1, "C", readonly=True)
-    sig = arrty(s, dtype)
+    sig = types.int64(s)
 
     def codegen(context, builder, signature, args):
-        from numba.np.arrayobj import make_array, populate_array
-
         string = cgutils.create_struct_proxy(signature.args[0])(context, builder, value=args[0])
-        ary = make_array(arrty)(context, builder)
-        unit_type = context.get_data_type(unit)
-        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(unit_type))
-        data = builder.bitcast(string.data, unit_type.as_pointer())
-        populate_array(ary, data=data, shape=[string.length], strides=[itemsize], itemsize=itemsize, meminfo=None)
-        return ary._getvalue()
+        return builder.ptrtoint(string.data, ir.IntType(64))
 
     return sig, codegen
 
@@ -98,8 +84,9 @@ def store_u64(typingctx, arr, idx, value):
 @intrinsic
 def address_view(typingctx, address, n, dtype):
     """The ``n`` elements of ``dtype`` at memory ``address`` as a read-only 1-D array (no
-    copy, no checks): how kernels read objects whose address Python gave them (see
-    ``_pystr``). Valid only while the owner of that memory keeps it alive and unchanged."""
+    copy, no checks): how kernels read a str's buffer (``str_data_address``) or objects whose
+    address Python gave them (``_pystr``). Valid only while the owner of that memory keeps it
+    alive and unchanged."""
     if not (isinstance(address, types.Integer) and isinstance(n, types.Integer) and isinstance(dtype, types.NumberClass)):
         return None
     unit = dtype.instance_type

@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from ._intrinsics import address_view
-from ._text import _units_to_utf8, utf8_bound_of_kind
+from ._text import units_to_utf8_at, utf8_bound_of_kind
 
 # Fields of the layout array.
 _TYPE = 0  # offset of an object's type pointer (ob_type)
@@ -102,12 +102,7 @@ def _to_utf8(items_address, first, last, layout, out, lens):
         obj = items[i]
         m, kind, is_ascii = _str_info(obj, layout)
         units = obj + (layout[_ASCII_DATA] if is_ascii else layout[_COMPACT_DATA])
-        if kind == 1:
-            end = _units_to_utf8(address_view(units, m, np.uint8), out, o, no_ends, no_ends)
-        elif kind == 2:
-            end = _units_to_utf8(address_view(units, m, np.uint16), out, o, no_ends, no_ends)
-        else:
-            end = _units_to_utf8(address_view(units, m, np.uint32), out, o, no_ends, no_ends)
+        end = units_to_utf8_at(units, m, kind, out, o, no_ends, no_ends)
         if end < 0:
             return -1
         lens[i - first] = end - o

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._intrinsics import load_u64, store_u64, str_code_units
+from ._intrinsics import address_view, load_u64, store_u64, str_data_address
 
 
 def utf8_bytes(text: str) -> bytes:
@@ -83,8 +83,8 @@ def utf8_error_offset(data: np.ndarray) -> int:
 
 # ---------------------------------------------------------------------------------------------
 # str -> UTF-8 without the GIL: a kernel reads CPython's own buffer (1, 2 or 4 bytes per
-# character), so batch workers convert their texts in parallel instead of waiting for the
-# thread that holds the GIL to run ``str.encode`` for them.
+# character), of one long str here and of each text of a batch in ``_pystr``, so threads
+# convert in parallel instead of waiting for the one that holds the GIL to run ``str.encode``.
 
 _ASCII_BLOCK = 16  # characters tested and copied at a time, in 8-byte words
 _HIGH_BITS_1 = np.uint64(0x8080808080808080)  # per code unit: set iff it is not ASCII
@@ -186,14 +186,21 @@ def _units_to_utf8(units, out, start, char_ends, byte_ends):
     return o
 
 
+@njit(inline="always")
+def units_to_utf8_at(address, n, kind, out, start, char_ends, byte_ends):
+    """:func:`_units_to_utf8` of the ``n`` code units of ``kind`` bytes (1, 2 or 4) at memory
+    ``address`` (a str's buffer)."""
+    if kind == 1:
+        return _units_to_utf8(address_view(address, n, np.uint8), out, start, char_ends, byte_ends)
+    if kind == 2:
+        return _units_to_utf8(address_view(address, n, np.uint16), out, start, char_ends, byte_ends)
+    return _units_to_utf8(address_view(address, n, np.uint32), out, start, char_ends, byte_ends)
+
+
 @njit(cache=True, nogil=True)
 def _str_to_utf8(s, out, char_ends, byte_ends):
     start = np.int64(0)  # not the literal 0: one signature with the batch's calls (_pystr)
-    if s._kind == 1:
-        return _units_to_utf8(str_code_units(s, np.uint8), out, start, char_ends, byte_ends)
-    if s._kind == 2:
-        return _units_to_utf8(str_code_units(s, np.uint16), out, start, char_ends, byte_ends)
-    return _units_to_utf8(str_code_units(s, np.uint32), out, start, char_ends, byte_ends)
+    return units_to_utf8_at(str_data_address(s), len(s), s._kind, out, start, char_ends, byte_ends)
 
 
 @njit(inline="always")
