@@ -575,7 +575,7 @@ class Tokenizer:
                 chars = np.fromiter(map(len, texts), np.int64, len(texts))
             except TypeError:
                 raise _not_str_error(texts) from None
-        args = (texts, chars, allowed_special, disallowed_special, allowed | disallowed)
+        args = (texts, chars, allowed, disallowed)
         encode_block = self._encode_items if direct else self._join_and_encode
         # Blocks of about a million characters: their UTF-8 stays cache-sized.
         blocks = _text_blocks(chars, _BLOCK_CHARS)
@@ -595,45 +595,49 @@ class Tokenizer:
         offsets[1:] = ends
         return BatchEncoding(ids, offsets)
 
-    def _encode_items(self, texts, chars, allowed_special, disallowed_special, specials, a: int, b: int, threads: int):
+    def _encode_items(self, texts, chars, allowed: frozenset, disallowed: frozenset, a: int, b: int, threads: int):
         """(ids, end offset of each text) of ``texts[a:b]``, their UTF-8 written straight from
-        the str objects without the GIL (see ``_pystr``). Texts with a surrogate, or that may
-        hold one of ``specials``, take :meth:`_join_and_encode` instead."""
+        the str objects without the GIL (see ``_pystr``); what that cannot read (a surrogate,
+        a str subclass, a non-str) takes :meth:`_join_and_encode`."""
         converted = _pystr.utf8_of_items(texts, a, b, _PAD)
-        if converted is not None:
-            data, lens = converted
-            if not specials or not self._special_lookup.may_contain(data, specials):
-                return self._encode_texts(data, lens, threads)
-        return self._join_and_encode(texts, chars, allowed_special, disallowed_special, specials, a, b, threads)
+        if converted is None:
+            return self._join_and_encode(texts, chars, allowed, disallowed, a, b, threads)
+        return self._encode_texts(*converted, allowed, disallowed, threads)
 
-    def _join_and_encode(self, texts, chars, allowed_special, disallowed_special, specials, a: int, b: int, threads: int):
-        """(ids, end offset of each text) of ``texts[a:b]`` by way of their join: str methods
-        (they need the GIL) check and cut them for special tokens and repair surrogates."""
+    def _join_and_encode(self, texts, chars, allowed: frozenset, disallowed: frozenset, a: int, b: int, threads: int):
+        """:meth:`_encode_items` by way of the texts' join (needs the GIL): it names a text
+        that is not a str, and lone surrogates are repaired text by text."""
         texts = list(texts[a:b])
         try:
             joined = "".join(texts)
         except TypeError:
             raise _not_str_error(texts, a) from None
-        allowed = self._check_special_args(texts, allowed_special, disallowed_special, joined)
-        data, lens = _utf8_of_texts(joined, texts, chars[a:b])
-        if not allowed or _special_finder(allowed)(joined) is None:
-            return self._encode_texts(data, lens, threads)
-        # Allowed special tokens occur: cut the texts around them (rare, done here).
-        raw = data.tobytes()
+        return self._encode_texts(*_utf8_of_texts(joined, texts, chars[a:b]), allowed, disallowed, threads)
+
+    def _encode_texts(self, data: np.ndarray, lens: np.ndarray, allowed: frozenset, disallowed: frozenset, threads: int):
+        """(ids, end offset of each text) of texts of ``lens`` bytes, one after another in
+        ``data`` (padded): ValueError if one holds a ``disallowed`` special token, ``allowed``
+        ones encoded as their ids. One scan of the UTF-8 (without the GIL) finds whether there
+        is any; only then is each text looked at."""
         starts = np.cumsum(lens) - lens
-        parts = [self._segments(raw[start : start + n], allowed, start) for start, n in zip(starts.tolist(), lens.tolist())]
+        specials = allowed | disallowed
+        if not specials or not self._special_lookup.may_contain(data, specials):
+            docs = np.ascontiguousarray(np.stack([starts, starts + lens], axis=1))
+            return self._encode_docs(data, docs, _NO_SPECIAL, threads)
+        raw = data.tobytes()
+        bounds = list(zip(starts.tolist(), (starts + lens).tolist()))
+        if disallowed and self._special_lookup.may_contain(data, disallowed):
+            finder = self._special_lookup.regex(disallowed)
+            for start, stop in bounds:  # text by text: a token may straddle two texts
+                m = finder.search(raw, start, stop)
+                if m is not None:
+                    raise _disallowed_error(m.group().decode("utf-8"))
+        parts = [self._segments(raw[start:stop], allowed, start) for start, stop in bounds]
         n_docs = np.fromiter((len(p[0]) for p in parts), dtype=np.int64, count=len(parts))
         docs = np.ascontiguousarray(np.concatenate([p[0] for p in parts]))
         doc_special = np.concatenate([p[1] for p in parts])
         ids, doc_end = self._encode_docs(data, docs, doc_special, threads)
         return ids, doc_end[np.cumsum(n_docs) - 1]
-
-    def _encode_texts(self, data: np.ndarray, lens: np.ndarray, threads: int):
-        """(ids, end offset of each text) of texts of ``lens`` bytes, one after another in
-        ``data`` (padded), with no special tokens to find."""
-        starts = np.cumsum(lens) - lens
-        docs = np.ascontiguousarray(np.stack([starts, starts + lens], axis=1))
-        return self._encode_docs(data, docs, _NO_SPECIAL, threads)
 
     def encode_ordinary_batch(self, texts: Iterable[str], *, num_threads: int | None = None) -> BatchEncoding:
         """:meth:`encode_batch` with special tokens treated as ordinary text."""
@@ -775,29 +779,13 @@ class Tokenizer:
             return None if tid is None or self._is_special[tid] else tid
         return _find_bytes(self._tok_bytes, self._tok_off, self._mergeable_ids, raw)
 
-    def _check_special_args(self, text_or_texts, allowed_special, disallowed_special, joined=None) -> frozenset:
-        """The allowed special tokens; raise ValueError if a disallowed one is in the text(s).
-
-        ``joined`` (the texts concatenated) lets a batch be checked in one scan; a hit there
-        is confirmed text by text (a token may straddle two texts).
-        """
-        if isinstance(text_or_texts, str):
-            texts = (text_or_texts,)
-        elif isinstance(text_or_texts, list):
-            texts = text_or_texts
-        else:
-            raise TypeError(f"text must be a str, not {type(text_or_texts).__name__}")
+    def _check_special_args(self, text: str, allowed_special, disallowed_special) -> frozenset:
+        """The allowed special tokens; raise ValueError if a disallowed one is in the text."""
         allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
-        finder = _special_finder(disallowed) if disallowed else None
-        if finder is not None and (joined is None or finder(joined) is not None):
-            for text in texts:
-                found = finder(text)
-                if found is not None:
-                    raise ValueError(
-                        f"the text contains the disallowed special token {found!r}; pass "
-                        f"allowed_special={{{found!r}}} (or 'all') to encode it as its id, or "
-                        f"disallowed_special=() to encode it as ordinary text"
-                    )
+        if disallowed:
+            found = _special_finder(disallowed)(text)
+            if found is not None:
+                raise _disallowed_error(found)
         return allowed
 
     def _special_sets(self, allowed_special, disallowed_special) -> tuple[frozenset, frozenset]:
@@ -1069,6 +1057,14 @@ def _utf8_of_texts(joined: str, texts: list[str], chars: np.ndarray) -> tuple[np
         return _padded(b"".join(buffers)), np.fromiter(map(len, buffers), np.int64, len(texts))
     data, byte_ends = converted
     return data, np.diff(byte_ends, prepend=0)
+
+
+def _disallowed_error(token: str) -> ValueError:
+    return ValueError(
+        f"the text contains the disallowed special token {token!r}; pass "
+        f"allowed_special={{{token!r}}} (or 'all') to encode it as its id, or "
+        f"disallowed_special=() to encode it as ordinary text"
+    )
 
 
 def _not_str_error(texts: list, first: int = 0) -> TypeError:
