@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from ._intrinsics import address_view
-from ._text import units_to_utf8_at, utf8_bound_of_kind
+from ._text import padded_prefix, units_to_utf8_at, utf8_bound_of_kind, worst_case_buffer
 
 # Fields of the layout array.
 _TYPE = 0  # offset of an object's type pointer (ob_type)
@@ -145,17 +145,12 @@ def _utf8_of_items(items: tuple, first: int, last: int, pad: int, lay: np.ndarra
     bound = _utf8_bound(address, first, last, lay)
     if bound < 0:
         return None
-    # Pages past what is written are never touched: they cost address space, not memory.
-    try:
-        out = np.empty(bound + pad, np.uint8)
-    except MemoryError:
+    out = worst_case_buffer(bound, pad)
+    if out is None:
         return None
     lens = np.empty(last - first, np.int64)
     end = _to_utf8(address, first, last, lay, out, lens)
-    if end < 0:
-        return None
-    out[end : end + pad] = 0
-    return out[:end], lens
+    return None if end < 0 else (padded_prefix(out, end, pad), lens)
 
 
 @functools.lru_cache(maxsize=1)

@@ -230,16 +230,26 @@ def padded_utf8(text: str, pad: int, char_ends: np.ndarray):
     """
     if type(text) is not str:  # Numba takes exact str only
         text = str(text)
-    # Sized for the longest UTF-8 the str's kind allows; pages past what is written are never
-    # touched, so they cost address space, not memory (where even that is refused, the
-    # caller's str.encode needs only the real size).
-    try:
-        buffer = np.empty(_utf8_bound(text) + pad, dtype=np.uint8)
-    except MemoryError:
+    buffer = worst_case_buffer(_utf8_bound(text), pad)
+    if buffer is None:
         return None
     byte_ends = np.empty(len(char_ends), dtype=np.int64)
     size = int(_str_to_utf8(text, buffer, np.ascontiguousarray(char_ends, dtype=np.int64), byte_ends))
-    if size < 0:
+    return None if size < 0 else (padded_prefix(buffer, size, pad), byte_ends)
+
+
+def worst_case_buffer(bound: int, pad: int) -> np.ndarray | None:
+    """A uint8 buffer for ``bound`` bytes (the longest UTF-8 some text can need) and ``pad``,
+    or None where the OS refuses that much address space (the caller's ``str.encode`` needs
+    only the real size). Pages past what is written are never touched: they cost address
+    space, not memory."""
+    try:
+        return np.empty(bound + pad, dtype=np.uint8)
+    except MemoryError:
         return None
+
+
+def padded_prefix(buffer: np.ndarray, size: int, pad: int) -> np.ndarray:
+    """``buffer[:size]``, with the ``pad`` bytes after it zeroed (the kernels' padding)."""
     buffer[size : size + pad] = 0
-    return buffer[:size], byte_ends
+    return buffer[:size]
