@@ -304,6 +304,39 @@ def test_split_bytes_documents(name, texts):
     np.testing.assert_array_equal(split_bytes(data.tobytes(), docs.astype(np.int32), name, num_threads=1), want)
 
 
+# The kernels classify ASCII text 64 bytes at a time with bit masks (the fast path) and hand
+# a piece that reaches a non-ASCII byte, the window's end or its document's end to the general
+# path. Texts under 64 bytes never use the masks, so these are long, mostly ASCII (runs longer
+# than a window included), and also cut into documents that share one buffer.
+ASCII_PIECES = [
+    "the", " cat", "Dog", "ABC", "aBc", "camelCase", "X", " ", "  ", "    ", "\n", "\r\n", "\t",
+    ".", ",", "!!", "(", ")", "/", "//", "\n/", ".\n/", "'s", "'LL", "'", "123", "45678",
+    "x" * 70, "Y" * 70, " " * 70, "\n" * 70, "-" * 70, "9" * 70,
+]
+long_text = st.lists(
+    st.one_of(st.sampled_from(ASCII_PIECES), st.sampled_from(ASCII_PIECES), st.sampled_from(TRICKY_PIECES)),
+    min_size=20,
+    max_size=250,
+).map("".join)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=long_text, cuts=st.lists(st.integers(0, 4000), max_size=8))
+def test_long_texts_and_documents_match_regex(name, text, cuts):
+    assert_same_split(text, name)
+    text = utf8_bytes(text).decode()
+    bounds = sorted({0, len(text), *(c for c in cuts if c < len(text))})
+    parts = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    blobs = [p.encode() for p in parts]
+    data = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+    ends = np.cumsum([len(b) for b in blobs], dtype=np.int64)
+    docs = np.stack([ends - [len(b) for b in blobs], ends], axis=1) if blobs else np.zeros((0, 2), np.int64)
+    want = [regex_spans(p, name) + s for p, s in zip(parts, docs[:, 0].tolist())]
+    want = np.concatenate(want) if want else np.zeros((0, 2), np.int64)
+    np.testing.assert_array_equal(split_bytes(data, docs, name, num_threads=1), want)
+
+
 def test_split_bytes_subranges_and_order():
     data = np.frombuffer(b"hello world. foo  bar\n", dtype=np.uint8)
     docs = np.array([[13, 22], [0, 5], [5, 5], [6, 12]])

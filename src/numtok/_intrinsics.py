@@ -105,3 +105,55 @@ def address_view(typingctx, address, n, dtype):
         return ary._getvalue()
 
     return sig, codegen
+
+
+def _ascii_class_masks(width):
+    def typer(typingctx, arr, idx):
+        if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and arr.dtype == types.uint8):
+            return None
+        sig = types.UniTuple(types.uint64, 6)(arr, idx)
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(signature.args[0])(context, builder, args[0])
+            vector = ir.VectorType(ir.IntType(8), width)
+            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), vector.as_pointer())
+            v = builder.load(ptr, align=1)
+
+            def splat(x):
+                return ir.Constant(vector, [x] * width)
+
+            def bits(flags):  # <width x i1> -> one bit per byte (LLVM emits pmovmskb)
+                m = builder.bitcast(flags, ir.IntType(width))
+                return m if width == 64 else builder.zext(m, ir.IntType(64))
+
+            def in_range(lo, n):  # lo <= byte < lo + n, as one unsigned compare
+                return builder.icmp_unsigned("<", builder.sub(v, splat(lo)), splat(n))
+
+            def equal(x):
+                return builder.icmp_unsigned("==", v, splat(x))
+
+            masks = [
+                bits(in_range(0x61, 26)),  # a-z
+                bits(in_range(0x41, 26)),  # A-Z
+                bits(in_range(0x30, 10)),  # 0-9
+                bits(builder.or_(in_range(0x09, 5), equal(0x20))),  # \t \n \v \f \r and space
+                bits(builder.icmp_signed("<", v, splat(0))),  # >= 0x80: part of a non-ASCII character
+                bits(builder.or_(equal(0x0A), equal(0x0D))),  # \r \n
+            ]
+            return context.make_tuple(builder, signature.return_type, masks)
+
+        return sig, codegen
+
+    typer.__name__ = f"ascii_class_masks{width}"
+    typer.__doc__ = f"""Six bit masks of the {width} bytes at ``arr[idx]`` (bit k: byte ``idx + k``), as
+    uint64: a-z, A-Z, 0-9, ASCII whitespace (``\\s``: \\t-\\r and space), non-ASCII (>= 0x80),
+    \\r/\\n. No bounds check: the caller keeps ``idx + {width} <= len(arr)``.
+
+    Written as vector compares whose <{width} x i1> results are bitcast to integers, which LLVM
+    lowers to SIMD compares and ``pmovmskb`` (AVX2 or SSE2): the scanners classify a window of
+    text in a few instructions instead of a table lookup per byte."""
+    return intrinsic(typer)
+
+
+ascii_class_masks64 = _ascii_class_masks(64)
+ascii_class_masks32 = _ascii_class_masks(32)

@@ -55,8 +55,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
-from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
+from ._intrinsics import ascii_class_masks32 as _ascii_class_masks32
+from ._intrinsics import ascii_class_masks64 as _ascii_class_masks64
 from ._intrinsics import load_u64 as _load_u64
 from ._threads import usable_cores
 from ._unicode import BIT_CRLF, BIT_L, BIT_N, BIT_O, BIT_S, BIT_U, BIT_W, class_table
@@ -81,6 +83,13 @@ _jit = njit(cache=True, nogil=True)
 _u = np.uint64
 _inline = njit(cache=True, nogil=True, inline="always")
 
+
+# Bit-mask constants (uint64, so Numba keeps the masks unsigned).
+_M0 = np.uint64(0)
+_M1 = np.uint64(1)
+_M2 = np.uint64(2)
+_M32 = np.uint64(32)
+_M_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 _HI = np.uint64(0x8080808080808080)
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
@@ -421,145 +430,237 @@ def _w_run(data, p, end, flags):
 
 
 @_jit
-def _split_o200k(data, docs, flags, out, n, d, i):
-    ndocs = docs.shape[0]
-    while d < ndocs:
-        end = docs[d, 1]
-        while i < end:
-            if n == out.shape[0]:
-                return n, d, i
-            b = data[_u(i)]
-            e = -1
+def _o200k_piece(data, i, end, flags):
+    """End of the o200k piece that starts at byte ``i`` (any characters: the general path)."""
+    b = data[_u(i)]
+    e = -1
+    if b < 0x80:
+        c = flags[b]
+        k = 1
+    else:
+        c, k = _char_multi(data, i, end, flags)
+    c1 = np.uint8(0)
+    k1 = 0
+    prefix = c & _LNCRLF == 0 and i + k < end  # P = [^\r\n\p{L}\p{N}] may start A1/A2
+    if b == 0x20 and i + 9 <= end and _ascii_letters8(data, i + 1, True):
+        c1 = _W  # fast path: " " + a-z, A1 is " " + the W run
+        k1 = 1
+    elif prefix:
+        b1 = data[_u(i + k)]
+        if b1 < 0x80:
+            c1 = flags[b1]
+            k1 = 1
+        else:
+            c1, k1 = _char_multi(data, i + k, end, flags)
+    # Fast paths for ASCII-like starts; anything else takes the general path.
+    # Ll at the start: U* matches nothing and A1 is the W run. ASCII capitals: the U
+    # run is ASCII capitals; then a-z means A1 (W run from there), an ASCII non-letter
+    # or the end means A1 fails and A2 ends there (unless a mark at i could start A1
+    # without the prefix).
+    j = -1  # start of A1's W run, when known
+    s0 = -1  # start of an ASCII capital run
+    if prefix and c1 & _UW:
+        if c1 & _U == 0:
+            j = i + k + k1
+        elif c & _UW == 0 and data[_u(i + k)] >= 0x41 and data[_u(i + k)] <= 0x5A:
+            s0 = i + k
+    elif c & _W and c & _U == 0 and c & _L:
+        j = i + k
+    elif b >= 0x41 and b <= 0x5A:
+        s0 = i
+    if s0 >= 0:
+        p = s0 + 1
+        while p < end and data[_u(p)] >= 0x41 and data[_u(p)] <= 0x5A:
+            p += 1
+        if p < end and data[_u(p)] >= 0x61 and data[_u(p)] <= 0x7A:
+            j = p
+        elif p >= end or data[_u(p)] < 0x80:
+            e = p
+    if j >= 0:
+        e = j
+        while e + 8 <= end:
+            m = _ascii_letters8(data, e, True)
+            e += m
+            if m < 8:
+                break
+        while e < end:
+            b = data[_u(e)]
+            if b < 0x80:
+                if flags[b] & _W == 0:
+                    break
+                e += 1
+            else:
+                c2, k2 = _char_multi(data, e, end, flags)
+                if c2 & _W == 0:
+                    break
+                e += k2
+    elif e < 0 and ((prefix and c1 & _UW) or c & _UW):
+        # A1 with P, A1 without, A2 with, A2 without (regex's order).
+        a1_with = -1
+        a2_with = -1
+        if prefix and c1 & _UW:
+            a1_with, a2_with = _o200k_letters_from(data, i + k, end, flags)
+        e = a1_with
+        if e < 0:
+            a2_without = -1
+            if c & _UW:
+                e, a2_without = _o200k_letters_from(data, i, end, flags)
+            if e < 0:
+                e = a2_with if a2_with >= 0 else a2_without
+    if e >= 0:
+        e += _contraction_ci(data, e, end)
+    elif c & _N:  # \p{N}{1,3}
+        e = i + k
+        for _ in range(2):
+            if e >= end:
+                break
+            b = data[_u(e)]
             if b < 0x80:
                 c = flags[b]
                 k = 1
             else:
-                c, k = _char_multi(data, i, end, flags)
-            c1 = np.uint8(0)
-            k1 = 0
-            prefix = c & _LNCRLF == 0 and i + k < end  # P = [^\r\n\p{L}\p{N}] may start A1/A2
-            if b == 0x20 and i + 9 <= end and _ascii_letters8(data, i + 1, True):
-                c1 = _W  # fast path: " " + a-z, A1 is " " + the W run
-                k1 = 1
-            elif prefix:
-                b1 = data[_u(i + k)]
-                if b1 < 0x80:
-                    c1 = flags[b1]
-                    k1 = 1
+                c, k = _char_multi(data, e, end, flags)
+            if c & _N == 0:
+                break
+            e += k
+    elif c & _O or (b == 0x20 and c1 & _O):  # " ?[^\s\p{L}\p{N}]+[\r\n/]*"
+        e = i + k if c & _O else i + 1 + k1
+        while e < end:
+            b = data[_u(e)]
+            if b < 0x80:
+                if flags[b] & _O == 0:
+                    break
+                e += 1
+            else:
+                c, k = _char_multi(data, e, end, flags)
+                if c & _O == 0:
+                    break
+                e += k
+        while e < end and (data[_u(e)] == 0x0A or data[_u(e)] == 0x0D or data[_u(e)] == 0x2F):
+            e += 1
+    else:  # whitespace: \s*[\r\n]+ | \s+(?!\S) | \s+
+        last = i
+        crlf_end = i + 1 if c & _CRLF else -1
+        e = i + k
+        while e < end:
+            b = data[_u(e)]
+            if b < 0x80:
+                c = flags[b]
+                if c & _S == 0:
+                    break
+                last = e
+                e += 1
+                if c & _CRLF:
+                    crlf_end = e
+            else:
+                c, k = _char_multi(data, e, end, flags)
+                if c & _S == 0:
+                    break
+                last = e
+                e += k
+        if crlf_end > 0:
+            e = crlf_end
+        elif e < end and last > i:
+            e = last
+    return e
+
+
+@_jit
+def _split_o200k(data, docs, flags, out, n, d, i):
+    nbytes = data.shape[0]
+    ndocs = docs.shape[0]
+    flat = out.reshape(-1)
+    lo = up = dg = ws = hi = nl = valid = let = bl = pl = om = stop = _M0
+    while d < ndocs:
+        end = docs[d, 1]
+        wb = np.int64(0)  # the window: masks of bytes wb..wb+62, loaded iff fast
+        fast = False
+        while i < end:
+            if n == out.shape[0]:
+                return n, d, i
+            e = np.int64(-1)
+            off = i - wb
+            if not fast or off >= 32:
+                # Keep i in the window's first half: slide it by 32 bytes (one new half,
+                # an address known ahead of the pieces) or load it at i.
+                if fast and off < 64 and wb + 96 <= nbytes:
+                    wb += 32
+                    lo2, up2, dg2, ws2, hi2, nl2 = _ascii_class_masks32(data, wb + 32)
+                    lo = (lo >> _M32) | (lo2 << _M32)
+                    up = (up >> _M32) | (up2 << _M32)
+                    dg = (dg >> _M32) | (dg2 << _M32)
+                    ws = (ws >> _M32) | (ws2 << _M32)
+                    hi = (hi >> _M32) | (hi2 << _M32)
+                    nl = (nl >> _M32) | (nl2 << _M32)
+                elif i + 64 <= nbytes:
+                    wb = i
+                    lo, up, dg, ws, hi, nl = _ascii_class_masks64(data, i)
+                    fast = True
                 else:
-                    c1, k1 = _char_multi(data, i + k, end, flags)
-            # Fast paths for ASCII-like starts; anything else takes the general path.
-            # Ll at the start: U* matches nothing and A1 is the W run. ASCII capitals: the U
-            # run is ASCII capitals; then a-z means A1 (W run from there), an ASCII non-letter
-            # or the end means A1 fails and A2 ends there (unless a mark at i could start A1
-            # without the prefix).
-            j = -1  # start of A1's W run, when known
-            s0 = -1  # start of an ASCII capital run
-            if prefix and c1 & _UW:
-                if c1 & _U == 0:
-                    j = i + k + k1
-                elif c & _UW == 0 and data[_u(i + k)] >= 0x41 and data[_u(i + k)] <= 0x5A:
-                    s0 = i + k
-            elif c & _W and c & _U == 0 and c & _L:
-                j = i + k
-            elif b >= 0x41 and b <= 0x5A:
-                s0 = i
-            if s0 >= 0:
-                p = s0 + 1
-                while p < end and data[_u(p)] >= 0x41 and data[_u(p)] <= 0x5A:
-                    p += 1
-                if p < end and data[_u(p)] >= 0x61 and data[_u(p)] <= 0x7A:
-                    j = p
-                elif p >= end or data[_u(p)] < 0x80:
-                    e = p
-            if j >= 0:
-                e = j
-                while e + 8 <= end:
-                    m = _ascii_letters8(data, e, True)
-                    e += m
-                    if m < 8:
-                        break
-                while e < end:
-                    b = data[_u(e)]
-                    if b < 0x80:
-                        if flags[b] & _W == 0:
-                            break
-                        e += 1
+                    fast = False  # the last 64 bytes of data: general path
+                if fast:
+                    off = i - wb
+                    # The window's last byte and bytes past the document are "stop" bytes,
+                    # like non-ASCII ones: a piece that reaches one takes the general path.
+                    valid = _M_ALL >> _M1
+                    if end - wb < 63:
+                        valid = (_M1 << _u(end - wb)) - _M1
+                    let = (lo | up) & valid
+                    stop = hi | ~valid
+                    # A letter piece (ASCII: U* then W*) ends at a non-letter or at a
+                    # capital after a small letter.
+                    bl = ~let | (up & (lo << _M1))
+                    # P (ASCII but no letter, digit, CR, LF) before a letter: A1/A2 with P.
+                    pl = ~(let | dg | nl | stop) & (let >> _M1)
+                    om = ~(let | dg | ws | stop)  # ASCII "other"
+            if fast:
+                uoff = _u(off)
+                xstop = stop >> uoff
+                if xstop & _M1 == _M0:
+                    if (let >> uoff) & _M1:
+                        e = 1 + np.int64(trailing_zeros(bl >> (uoff + _M1)))
+                    elif (pl >> uoff) & _M1:
+                        e = 2 + np.int64(trailing_zeros(bl >> (uoff + _M2)))
+                    if e > 0:  # A1/A2 (ASCII letters), then C
+                        if (xstop >> _u(e)) & _M1:
+                            e = -1
+                        elif data[_u(i + e)] == 0x27:
+                            e += _contraction_ci(data, i + e, end)
+                    elif (dg >> uoff) & _M1:  # A3 \p{N}{1,3}
+                        e = min(3, np.int64(trailing_zeros(~(dg & valid) >> uoff)))
+                        if e < 3 and (xstop >> _u(e)) & _M1:
+                            e = -1
                     else:
-                        c2, k2 = _char_multi(data, e, end, flags)
-                        if c2 & _W == 0:
-                            break
-                        e += k2
-            elif e < 0 and ((prefix and c1 & _UW) or c & _UW):
-                # A1 with P, A1 without, A2 with, A2 without (regex's order).
-                a1_with = -1
-                a2_with = -1
-                if prefix and c1 & _UW:
-                    a1_with, a2_with = _o200k_letters_from(data, i + k, end, flags)
-                e = a1_with
-                if e < 0:
-                    a2_without = -1
-                    if c & _UW:
-                        e, a2_without = _o200k_letters_from(data, i, end, flags)
-                    if e < 0:
-                        e = a2_with if a2_with >= 0 else a2_without
-            if e >= 0:
-                e += _contraction_ci(data, e, end)
-            elif c & _N:  # \p{N}{1,3}
-                e = i + k
-                for _ in range(2):
-                    if e >= end:
-                        break
-                    b = data[_u(e)]
-                    if b < 0x80:
-                        c = flags[b]
-                        k = 1
-                    else:
-                        c, k = _char_multi(data, e, end, flags)
-                    if c & _N == 0:
-                        break
-                    e += k
-            elif c & _O or (b == 0x20 and c1 & _O):  # " ?[^\s\p{L}\p{N}]+[\r\n/]*"
-                e = i + k if c & _O else i + 1 + k1
-                while e < end:
-                    b = data[_u(e)]
-                    if b < 0x80:
-                        if flags[b] & _O == 0:
-                            break
-                        e += 1
-                    else:
-                        c, k = _char_multi(data, e, end, flags)
-                        if c & _O == 0:
-                            break
-                        e += k
-                while e < end and (data[_u(e)] == 0x0A or data[_u(e)] == 0x0D or data[_u(e)] == 0x2F):
-                    e += 1
-            else:  # whitespace: \s*[\r\n]+ | \s+(?!\S) | \s+
-                last = i
-                crlf_end = i + 1 if c & _CRLF else -1
-                e = i + k
-                while e < end:
-                    b = data[_u(e)]
-                    if b < 0x80:
-                        c = flags[b]
-                        if c & _S == 0:
-                            break
-                        last = e
-                        e += 1
-                        if c & _CRLF:
-                            crlf_end = e
-                    else:
-                        c, k = _char_multi(data, e, end, flags)
-                        if c & _S == 0:
-                            break
-                        last = e
-                        e += k
-                if crlf_end > 0:
-                    e = crlf_end
-                elif e < end and last > i:
-                    e = last
-            out[_u(n), 0] = i
-            out[_u(n), 1] = e
+                        xom = om >> uoff
+                        if xom & _M1 or (data[_u(i)] == 0x20 and (xom >> _M1) & _M1):  # A4
+                            s = np.int64((xom & _M1) ^ _M1)
+                            e = s + np.int64(trailing_zeros(~(xom >> _u(s))))
+                            xnl = nl >> uoff
+                            while True:  # [\r\n/]*
+                                if (xstop >> _u(e)) & _M1:
+                                    e = -1
+                                    break
+                                if (xnl >> _u(e)) & _M1 == _M0 and data[_u(i + e)] != 0x2F:
+                                    break
+                                e += 1
+                        elif (xstop >> _M1) & _M1 == _M0:  # whitespace: A5, A6, A7
+                            r = np.int64(trailing_zeros(~(ws & valid) >> uoff))
+                            if (xstop >> _u(r)) & _M1 == _M0:
+                                crlf = (nl >> uoff) & ((_M1 << _u(r)) - _M1)
+                                if crlf:
+                                    e = 64 - np.int64(leading_zeros(crlf))
+                                elif i + r == end:
+                                    e = r
+                                elif r >= 2:
+                                    e = r - 1
+                                else:
+                                    e = 1
+                    if e >= 0:
+                        e += i
+            if e < 0:
+                e = _o200k_piece(data, i, end, flags)
+            flat[_u(2 * n)] = i
+            flat[_u(2 * n + 1)] = e
             n += 1
             i = e
         d += 1
