@@ -603,6 +603,7 @@ def encode_spans(
     cap = out.shape[0]
     extra = 1 if eow_id >= 0 else 0
     plain_bytes = units == 0 and eow_id < 0
+    plain_bytes_int = 1 if plain_bytes else 0
     hash_max = max(max_whole_len, long_max)
 
     # Work arrays sized once for the longest piece: rebinding arrays inside the loop would cost
@@ -629,7 +630,7 @@ def encode_spans(
             if ahead < n_spans:
                 s2 = spans[ahead, 0]
                 L2 = spans[ahead, 1] - s2
-                if L2 > 1 and L2 <= hash_max:
+                if L2 > 2 - plain_bytes_int and L2 <= hash_max:  # 2-byte pieces read bp, not hash tables
                     k02, h2 = _hash_bytes(data, s2, L2)
                     wslot = np.int64(h2 >> np.uint64(64 - wbits))
                     prefetch(whole_tab, 2 * wslot)
@@ -641,13 +642,30 @@ def encode_spans(
             L = spans[j, 1] - s
             if k + L + extra > cap:
                 return ST_FULL, k, j, d, -1
-            if L == 1 and plain_bytes:
+            if L <= 2 and plain_bytes:
+                # One byte is its token; two bytes merge iff their pair has a priority (the
+                # whole BPE of a 2-byte piece, from the 256 KiB byte-pair table).
                 v = byte_id[data[s]]
-                if v >= 0:
-                    out[k] = v
-                    k += 1
-                    j += 1
-                    continue
+                if L == 1:
+                    if v >= 0:
+                        out[k] = v
+                        k += 1
+                        j += 1
+                        continue
+                else:
+                    p = bp[(np.int64(data[s]) << 8) | data[s + 1]]
+                    v1 = byte_id[data[s + 1]]
+                    if p < INF_PRIORITY:
+                        out[k] = _result(res_of, p)
+                        k += 1
+                        j += 1
+                        continue
+                    if v >= 0 and v1 >= 0:
+                        out[k] = v
+                        out[k + 1] = v1
+                        k += 2
+                        j += 1
+                        continue
             k0 = _U64_0
             h = _U64_0
             k1 = _U64_0
