@@ -310,7 +310,9 @@ def test_split_bytes_documents(name, texts):
 # than a window included), and also cut into documents that share one buffer.
 ASCII_PIECES = [
     "the", " cat", "Dog", "ABC", "aBc", "camelCase", "X", " ", "  ", "    ", "\n", "\r\n", "\t",
-    ".", ",", "!!", "(", ")", "/", "//", "\n/", ".\n/", "'s", "'LL", "'", "123", "45678",
+    "\r", " \n", "\n  ", "x\n", ".\n", "3\n", ".\n\n", "\n.", "\n.x", ".x", "..x", " .x",
+    ".", ",", "!!", "(", ")", "/", "//", "\n/", ".\n/", "'s", "'LL", "'", "1", "12", "123",
+    "1234", "45678", " 3", "3x", "x3", ".3", "3.", "\x00", "\x7f", "\x1f",
     "x" * 70, "Y" * 70, " " * 70, "\n" * 70, "-" * 70, "9" * 70,
 ]
 long_text = st.lists(

@@ -111,7 +111,7 @@ def _ascii_class_masks(width):
     def typer(typingctx, arr, idx):
         if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and arr.dtype == types.uint8):
             return None
-        sig = types.UniTuple(types.uint64, 8)(arr, idx)
+        sig = types.UniTuple(types.uint64, 9)(arr, idx)
 
         def codegen(context, builder, signature, args):
             ary = context.make_array(signature.args[0])(context, builder, args[0])
@@ -141,15 +141,16 @@ def _ascii_class_masks(width):
                 bits(builder.or_(equal(0x0A), equal(0x0D))),  # \r \n
                 bits(equal(0x20)),  # space
                 bits(equal(0x2F)),  # /
+                bits(equal(0x27)),  # '
             ]
             return context.make_tuple(builder, signature.return_type, masks)
 
         return sig, codegen
 
     typer.__name__ = f"ascii_class_masks{width}"
-    typer.__doc__ = f"""Eight bit masks of the {width} bytes at ``arr[idx]`` (bit k: byte ``idx + k``), as
+    typer.__doc__ = f"""Nine bit masks of the {width} bytes at ``arr[idx]`` (bit k: byte ``idx + k``), as
     uint64: a-z, A-Z, 0-9, ASCII whitespace (``\\s``: \\t-\\r and space), non-ASCII (>= 0x80),
-    \\r/\\n, space, "/". No bounds check: the caller keeps ``idx + {width} <= len(arr)``.
+    \\r/\\n, space, "/", "'". No bounds check: the caller keeps ``idx + {width} <= len(arr)``.
 
     Written as vector compares whose <{width} x i1> results are bitcast to integers, which LLVM
     lowers to SIMD compares and ``pmovmskb`` (AVX2 or SSE2): the scanners classify a window of

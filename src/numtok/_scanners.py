@@ -97,6 +97,7 @@ _inline = njit(cache=True, nogil=True, inline="always")
 _M0 = np.uint64(0)
 _M1 = np.uint64(1)
 _M2 = np.uint64(2)
+_M3 = np.uint64(3)
 _M32 = np.uint64(32)
 _M_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -392,7 +393,7 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
 
 
 @_inline
-def _slide_window(data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl):
+def _slide_window(data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap):
     """The o200k kernel's window of ASCII class masks, moved so that ``i`` is in its first half.
 
     The window holds the ``ascii_class_masks`` of bytes ``wb .. wb + 63``. It slides by 32
@@ -404,7 +405,7 @@ def _slide_window(data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl):
     """
     if fast and i - wb < 64 and wb + 96 <= data.shape[0]:
         wb += 32
-        lo2, up2, dg2, ws2, hi2, nl2, sp2, sl2 = _ascii_class_masks32(data, wb + 32)
+        lo2, up2, dg2, ws2, hi2, nl2, sp2, sl2, ap2 = _ascii_class_masks32(data, wb + 32)
         lo = (lo >> _M32) | (lo2 << _M32)
         up = (up >> _M32) | (up2 << _M32)
         dg = (dg >> _M32) | (dg2 << _M32)
@@ -413,16 +414,17 @@ def _slide_window(data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl):
         nl = (nl >> _M32) | (nl2 << _M32)
         sp = (sp >> _M32) | (sp2 << _M32)
         sl = (sl >> _M32) | (sl2 << _M32)
+        ap = (ap >> _M32) | (ap2 << _M32)
     elif i + 64 <= data.shape[0]:
         wb = i
-        lo, up, dg, ws, hi, nl, sp, sl = _ascii_class_masks64(data, i)
+        lo, up, dg, ws, hi, nl, sp, sl, ap = _ascii_class_masks64(data, i)
         fast = True
     else:
         fast = False
     valid = _M_ALL >> _M1
     if end - wb < 63:
         valid = (_M1 << _u(max(0, end - wb))) - _M1
-    return wb, fast, lo, up, dg, ws, hi, nl, sp, sl, valid
+    return wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid
 
 
 @_jit
@@ -612,7 +614,8 @@ def _o200k_piece(data, i, end, flags):
 def _split_o200k(data, docs, flags, out, n, d, i):
     ndocs = docs.shape[0]
     flat = out.reshape(-1)
-    lo = up = dg = ws = hi = nl = sp = sl = valid = let = bl = pl = om = stop = _M0
+    lo = up = dg = ws = hi = nl = sp = sl = ap = valid = let = bl = pl = om = stop = starts = bad = _M0
+    cap = out.shape[0]
     while d < ndocs:
         end = docs[d, 1]
         wb = np.int64(0)
@@ -623,8 +626,8 @@ def _split_o200k(data, docs, flags, out, n, d, i):
             e = np.int64(-1)
             off = i - wb
             if not fast or off >= 32:
-                wb, fast, lo, up, dg, ws, hi, nl, sp, sl, valid = _slide_window(
-                    data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl
+                wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _slide_window(
+                    data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap
                 )
                 off = i - wb
                 let = (lo | up) & valid
@@ -635,6 +638,50 @@ def _split_o200k(data, docs, flags, out, n, d, i):
                 # P (ASCII but no letter, digit, CR, LF) before a letter: A1/A2 with P.
                 pl = ~(let | dg | nl | stop) & (let >> _M1)
                 om = ~(let | dg | ws | stop)  # ASCII "other"
+                # Plain text: letters, digits in runs of at most 3, spaces (not right after
+                # a newline), CR/LF and "other" but ' and /; nothing non-ASCII. There,
+                # whether byte p starts a piece depends only on bytes p-2 .. p+1:
+                # - a space does if it starts its run, or ends it before no space or CR/LF
+                #   (a run of 3+ gives its last space to the next piece);
+                # - a digit does after a non-digit, CR/LF after a letter or digit (after
+                #   "other" it is that piece's tail, after whitespace part of the run);
+                # - an "other" after a letter, digit or CR/LF (after a space, it is that
+                #   space's piece; after an "other", the same run);
+                # - a letter: a capital after a small letter; any after a digit or CR/LF;
+                #   after an "other" that does not start a piece (one that does is the
+                #   letter's P). Never after a space (its P).
+                oth = om & ~ap & ~sl
+                spv = sp & valid
+                dgv = dg & valid
+                nlv = nl & valid
+                brk = let | nlv | dgv  # an "other" after one of these starts a piece
+                bad = ~(let | spv | oth | dgv | nlv) | (spv & (nlv << _M1)) | (
+                    dgv & (dgv << _M1) & (dgv << _M2) & (dgv << _M3)
+                )
+                starts = (
+                    (spv & (~(spv << _M1) | ~((spv | nlv) >> _M1)))
+                    | (dgv & ~(dgv << _M1))
+                    | (nlv & ((let | dgv) << _M1))
+                    | (oth & (brk << _M1))
+                    | (let & (((lo << _M1) & up) | ((dgv | nlv) << _M1) | ((oth << _M1) & ~(brk << _M2))))
+                )
+            if fast and n + 64 <= cap and (bad >> _u(off)) & _M1 == _M0:
+                # Every piece start in plain text after i that the bytes up to the next
+                # non-plain one decide, at once; the last one is left to the code below.
+                uoff = _u(off)
+                b = np.int64(trailing_zeros(bad >> (uoff + _M1))) + off + 1
+                m = starts & ~((_M2 << uoff) - _M1) & ((_M1 << _u(b - 1)) - _M1)
+                if (oth >> uoff) & (let >> (uoff + _M1)) & _M1:  # i's "other" is the P of a letter
+                    m &= ~(_M2 << uoff)
+                if m:
+                    while m:
+                        e = wb + np.int64(trailing_zeros(m))
+                        flat[_u(2 * n)] = i
+                        flat[_u(2 * n + 1)] = e
+                        n += 1
+                        i = e
+                        m &= m - _M1
+                    continue
             if fast:
                 uoff = _u(off)
                 xstop = stop >> uoff
