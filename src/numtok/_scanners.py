@@ -639,7 +639,9 @@ def _split_o200k(data, docs, flags, out, n, d, i):
                 pl = ~(let | dg | nl | stop) & (let >> _M1)
                 om = ~(let | dg | ws | stop)  # ASCII "other"
                 # Plain text: letters, digits in runs of at most 3, spaces (not right after
-                # a newline), CR/LF and "other" but ' and /; nothing non-ASCII. There,
+                # a newline), CR/LF and "other" (but no ' after a letter, where a contraction
+                # may follow, and no / after CR/LF, where an "other" piece's tail may take
+                # it); nothing non-ASCII. There,
                 # whether byte p starts a piece depends only on bytes p-2 .. p+1:
                 # - a space does if it starts its run, or ends it before no space or CR/LF
                 #   (a run of 3+ gives its last space to the next piece);
@@ -650,13 +652,16 @@ def _split_o200k(data, docs, flags, out, n, d, i):
                 # - a letter: a capital after a small letter; any after a digit or CR/LF;
                 #   after an "other" that does not start a piece (one that does is the
                 #   letter's P). Never after a space (its P).
-                oth = om & ~ap & ~sl
+                oth = om
                 spv = sp & valid
                 dgv = dg & valid
                 nlv = nl & valid
                 brk = let | nlv | dgv  # an "other" after one of these starts a piece
-                bad = ~(let | spv | oth | dgv | nlv) | (spv & (nlv << _M1)) | (
-                    dgv & (dgv << _M1) & (dgv << _M2) & (dgv << _M3)
+                bad = (
+                    ~(let | spv | oth | dgv | nlv)
+                    | ((spv | sl) & (nlv << _M1))
+                    | (ap & (let << _M1))
+                    | (dgv & (dgv << _M1) & (dgv << _M2) & (dgv << _M3))
                 )
                 starts = (
                     (spv & (~(spv << _M1) | ~((spv | nlv) >> _M1)))
