@@ -87,6 +87,10 @@ _NOT_SPACE = np.uint8(BIT_L | BIT_N | BIT_O)
 _INVALID = np.uint8(BIT_O)  # a byte that starts no valid UTF-8 character: "other", like U+FFFD
 
 _jit = njit(cache=True, nogil=True)
+# The scanning kernels allocate nothing, so they run without Numba's reference counting:
+# with it, every call of a helper that takes the arrays (the general path of a piece) and
+# every inlined one increfs and decrefs them, atomically (up to a fifth of cl100k's time).
+_kernel = njit(cache=True, nogil=True, _nrt=False)
 # Indexing with an unsigned integer spares Numba's negative-index handling (a compare and a
 # select per access, measured 5-13% of the kernels' time); every index here is >= 0.
 _u = np.uint64
@@ -127,7 +131,7 @@ def _ascii_letters8(data, p, lower_only):
 # Characters
 
 
-@_jit
+@_kernel
 def _char_multi(data, p, end, flags):
     """(class, byte length) of the non-ASCII character starting at ``data[p]``."""
     b0 = np.int64(data[_u(p)])
@@ -187,211 +191,6 @@ def _contraction_ci(data, p, end):
 # ``_char_multi``.
 
 
-@_jit
-def _split_gpt2(data, docs, flags, out, n, d, i):
-    ndocs = docs.shape[0]
-    while d < ndocs:
-        end = docs[d, 1]
-        while i < end:
-            if n == out.shape[0]:
-                return n, d, i
-            b = data[_u(i)]
-            e = -1
-            if b == 0x27 and i + 1 < end:  # 's 't 're 've 'm 'll 'd
-                b1 = data[_u(i + 1)]
-                if b1 == 0x73 or b1 == 0x74 or b1 == 0x6D or b1 == 0x64:
-                    e = i + 2
-                elif i + 2 < end:
-                    b2 = data[_u(i + 2)]
-                    if (b1 == 0x72 and b2 == 0x65) or (b1 == 0x76 and b2 == 0x65) or (b1 == 0x6C and b2 == 0x6C):
-                        e = i + 3
-            if e < 0:
-                j = i
-                if b < 0x80:
-                    c = flags[b]
-                    k = 1
-                else:
-                    c, k = _char_multi(data, i, end, flags)
-                if b == 0x20 and i + 9 <= end and _ascii_letters8(data, i + 1, False):  # fast path
-                    j = i + 1
-                    c = _L
-                elif b == 0x20 and i + 1 < end:  # " ?" before an L, N or O run
-                    b1 = data[_u(i + 1)]
-                    if b1 < 0x80:
-                        c1 = flags[b1]
-                        k1 = 1
-                    else:
-                        c1, k1 = _char_multi(data, i + 1, end, flags)
-                    if c1 & _NOT_SPACE:
-                        j = i + 1
-                        c = c1
-                        k = k1
-                if c & _NOT_SPACE:  # the run of its class
-                    mask = c & _NOT_SPACE
-                    e = j + k
-                    if mask == _L:
-                        while e + 8 <= end:
-                            m = _ascii_letters8(data, e, False)
-                            e += m
-                            if m < 8:
-                                break
-                    while e < end:
-                        b = data[_u(e)]
-                        if b < 0x80:
-                            if flags[b] & mask == 0:
-                                break
-                            e += 1
-                        else:
-                            c, k = _char_multi(data, e, end, flags)
-                            if c & mask == 0:
-                                break
-                            e += k
-                else:  # whitespace: \s+(?!\S) | \s+
-                    last = i
-                    e = i + k
-                    while e < end:
-                        b = data[_u(e)]
-                        if b < 0x80:
-                            if flags[b] & _S == 0:
-                                break
-                            last = e
-                            e += 1
-                        else:
-                            c, k = _char_multi(data, e, end, flags)
-                            if c & _S == 0:
-                                break
-                            last = e
-                            e += k
-                    if e < end and last > i:
-                        e = last
-            out[_u(n), 0] = i
-            out[_u(n), 1] = e
-            n += 1
-            i = e
-        d += 1
-        if d < ndocs:
-            i = docs[d, 0]
-    return n, d, i
-
-
-@_jit
-def _split_cl100k(data, docs, flags, out, n, d, i):
-    ndocs = docs.shape[0]
-    while d < ndocs:
-        end = docs[d, 1]
-        while i < end:
-            if n == out.shape[0]:
-                return n, d, i
-            b = data[_u(i)]
-            e = -1
-            if b == 0x27:
-                m = _contraction_ci(data, i, end)
-                if m:
-                    e = i + m
-            if e < 0:
-                if b < 0x80:
-                    c = flags[b]
-                    k = 1
-                else:
-                    c, k = _char_multi(data, i, end, flags)
-                c1 = np.uint8(0)
-                k1 = 0
-                j = -1  # start of an L run, if the piece is one
-                if b == 0x20 and i + 9 <= end and _ascii_letters8(data, i + 1, False):  # fast path
-                    j = i + 1
-                elif c & _L:
-                    j = i + k
-                elif c & _LNCRLF == 0 and i + k < end:
-                    b1 = data[_u(i + k)]
-                    if b1 < 0x80:
-                        c1 = flags[b1]
-                        k1 = 1
-                    else:
-                        c1, k1 = _char_multi(data, i + k, end, flags)
-                    if c1 & _L:
-                        j = i + k + k1
-                if j >= 0:  # [^\r\n\p{L}\p{N}]?+\p{L}++
-                    e = j
-                    while e + 8 <= end:
-                        m = _ascii_letters8(data, e, False)
-                        e += m
-                        if m < 8:
-                            break
-                    while e < end:
-                        b = data[_u(e)]
-                        if b < 0x80:
-                            if flags[b] & _L == 0:
-                                break
-                            e += 1
-                        else:
-                            c, k = _char_multi(data, e, end, flags)
-                            if c & _L == 0:
-                                break
-                            e += k
-                elif c & _N:  # \p{N}{1,3}+
-                    e = i + k
-                    for _ in range(2):
-                        if e >= end:
-                            break
-                        b = data[_u(e)]
-                        if b < 0x80:
-                            c = flags[b]
-                            k = 1
-                        else:
-                            c, k = _char_multi(data, e, end, flags)
-                        if c & _N == 0:
-                            break
-                        e += k
-                elif c & _O or (b == 0x20 and c1 & _O):  # " ?[^\s\p{L}\p{N}]++[\r\n]*+"
-                    e = i + k if c & _O else i + 1 + k1
-                    while e < end:
-                        b = data[_u(e)]
-                        if b < 0x80:
-                            if flags[b] & _O == 0:
-                                break
-                            e += 1
-                        else:
-                            c, k = _char_multi(data, e, end, flags)
-                            if c & _O == 0:
-                                break
-                            e += k
-                    while e < end and (data[_u(e)] == 0x0A or data[_u(e)] == 0x0D):
-                        e += 1
-                else:  # whitespace: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
-                    last = i
-                    crlf_end = i + 1 if c & _CRLF else -1
-                    e = i + k
-                    while e < end:
-                        b = data[_u(e)]
-                        if b < 0x80:
-                            c = flags[b]
-                            if c & _S == 0:
-                                break
-                            last = e
-                            e += 1
-                            if c & _CRLF:
-                                crlf_end = e
-                        else:
-                            c, k = _char_multi(data, e, end, flags)
-                            if c & _S == 0:
-                                break
-                            last = e
-                            e += k
-                    if e < end:
-                        if crlf_end > 0:
-                            e = crlf_end
-                        elif last > i:
-                            e = last
-            out[_u(n), 0] = i
-            out[_u(n), 1] = e
-            n += 1
-            i = e
-        d += 1
-        if d < ndocs:
-            i = docs[d, 0]
-    return n, d, i
-
-
 @_inline
 def _slide_window(data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap):
     """The o200k kernel's window of ASCII class masks, moved so that ``i`` is in its first half.
@@ -427,7 +226,380 @@ def _slide_window(data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap):
     return wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid
 
 
-@_jit
+@_inline
+def _plain_starts_after(starts, bad, off, absorbs_next):
+    """The piece starts after window offset ``off`` (itself a piece start) that the
+    plain-text rule decides: those before the byte ahead of the first "bad" one (a rule
+    reads up to one byte on). ``absorbs_next``: the piece at ``off`` takes the next byte
+    whatever the rule says (a rule that reads two bytes back cannot know that ``off``
+    starts a piece)."""
+    uoff = _u(off)
+    b = _u(trailing_zeros(bad >> (uoff + _M1))) + uoff + _M1
+    m = starts & ~((_M2 << uoff) - _M1) & ((_M1 << (b - _M1)) - _M1)
+    if absorbs_next:
+        m &= ~(_M2 << uoff)
+    return m
+
+
+@_inline
+def _write_starts(flat, n, i, wb, m):
+    """Write the pieces from ``i`` to each start in ``m`` (window bits from ``wb``)."""
+    while m:
+        e = wb + np.int64(trailing_zeros(m))
+        flat[_u(2 * n)] = i
+        flat[_u(2 * n + 1)] = e
+        n += 1
+        i = e
+        m &= m - _M1
+    return n, i
+
+
+# Plain text (ASCII with some exceptions, each pattern's own): there, whether byte p starts a
+# piece depends only on bytes p-2 .. p+1, so all piece starts of a window are one bit
+# expression of its class masks. Each ``_plain_*`` returns (starts, bad, oth): the starts, the
+# bytes that are not plain (or past the document or the window), and ASCII "other".
+
+
+@_inline
+def _plain_gpt2(dg, ws, sp, ap, om, let, valid):
+    """gpt2: letters, digits, whitespace and "other", but no ' that may start a contraction
+    (after a letter, digit or whitespace other than a space). A space's next letter, digit or
+    "other" run is its piece (`` ?``); a whitespace run gives its last character to the next
+    piece (``\\s+(?!\\S)``); runs of one class are one piece."""
+    spv = sp & valid
+    dgv = dg & valid
+    wsv = ws & valid
+    oth = om
+    bad = ~(let | dgv | wsv | oth) | (ap & ~((oth | spv) << _M1))
+    starts = (
+        (wsv & (~(wsv << _M1) | ~(wsv >> _M1)))
+        | (let & ~((let | spv) << _M1))
+        | (dgv & ~((dgv | spv) << _M1))
+        | (oth & ~((oth | spv) << _M1))
+    )
+    return starts, bad, oth
+
+
+@_inline
+def _plain_cl100k(dg, nl, sp, ap, om, let, valid):
+    """cl100k: letters, digit runs of at most 3, spaces (not right after CR/LF), CR/LF and
+    "other", but no ' that may start a contraction (after a letter, digit or CR/LF).
+    - a space starts a piece if it starts its run, or ends it before no space or CR/LF (a
+      run of 3+ gives its last space to the next piece);
+    - a digit after a non-digit; CR/LF after a letter or digit (after "other" it is that
+      piece's tail, after a space part of the run);
+    - an "other" after a letter, digit or CR/LF (after a space it is the space's piece,
+      after an "other" the same run);
+    - a letter after a digit or CR/LF, or after an "other" that does not start a piece (one
+      that does is the letter's P); never after a letter or a space (its P)."""
+    spv = sp & valid
+    dgv = dg & valid
+    nlv = nl & valid
+    oth = om
+    brk = let | nlv | dgv  # an "other" after one of these starts a piece
+    bad = (
+        ~(let | spv | oth | dgv | nlv)
+        | (spv & (nlv << _M1))
+        | (ap & (brk << _M1))
+        | (dgv & (dgv << _M1) & (dgv << _M2) & (dgv << _M3))
+    )
+    starts = (
+        (spv & (~(spv << _M1) | ~((spv | nlv) >> _M1)))
+        | (dgv & ~(dgv << _M1))
+        | (nlv & ((let | dgv) << _M1))
+        | (oth & (brk << _M1))
+        | (let & (((dgv | nlv) << _M1) | ((oth << _M1) & ~(brk << _M2))))
+    )
+    return starts, bad, oth
+
+
+@_inline
+def _plain_o200k(lo, up, dg, nl, sp, sl, ap, om, let, valid):
+    """o200k: as cl100k (same rules), with two more exceptions and one more rule: no ' after
+    a letter (a contraction may end the letter piece), no / after CR/LF (an "other" piece's
+    tail may take it); and a capital after a small letter starts a piece."""
+    spv = sp & valid
+    dgv = dg & valid
+    nlv = nl & valid
+    oth = om
+    brk = let | nlv | dgv
+    bad = (
+        ~(let | spv | oth | dgv | nlv)
+        | ((spv | sl) & (nlv << _M1))
+        | (ap & (let << _M1))
+        | (dgv & (dgv << _M1) & (dgv << _M2) & (dgv << _M3))
+    )
+    starts = (
+        (spv & (~(spv << _M1) | ~((spv | nlv) >> _M1)))
+        | (dgv & ~(dgv << _M1))
+        | (nlv & ((let | dgv) << _M1))
+        | (oth & (brk << _M1))
+        | (let & (((lo << _M1) & up) | ((dgv | nlv) << _M1) | ((oth << _M1) & ~(brk << _M2))))
+    )
+    return starts, bad, oth
+
+
+@_kernel
+def _gpt2_piece(data, i, end, flags):
+    """End of the gpt2/r50k piece that starts at byte ``i`` (any characters: the general path)."""
+    b = data[_u(i)]
+    e = -1
+    if b == 0x27 and i + 1 < end:  # 's 't 're 've 'm 'll 'd
+        b1 = data[_u(i + 1)]
+        if b1 == 0x73 or b1 == 0x74 or b1 == 0x6D or b1 == 0x64:
+            e = i + 2
+        elif i + 2 < end:
+            b2 = data[_u(i + 2)]
+            if (b1 == 0x72 and b2 == 0x65) or (b1 == 0x76 and b2 == 0x65) or (b1 == 0x6C and b2 == 0x6C):
+                e = i + 3
+    if e < 0:
+        j = i
+        if b < 0x80:
+            c = flags[b]
+            k = 1
+        else:
+            c, k = _char_multi(data, i, end, flags)
+        if b == 0x20 and i + 9 <= end and _ascii_letters8(data, i + 1, False):  # fast path
+            j = i + 1
+            c = _L
+        elif b == 0x20 and i + 1 < end:  # " ?" before an L, N or O run
+            b1 = data[_u(i + 1)]
+            if b1 < 0x80:
+                c1 = flags[b1]
+                k1 = 1
+            else:
+                c1, k1 = _char_multi(data, i + 1, end, flags)
+            if c1 & _NOT_SPACE:
+                j = i + 1
+                c = c1
+                k = k1
+        if c & _NOT_SPACE:  # the run of its class
+            mask = c & _NOT_SPACE
+            e = j + k
+            if mask == _L:
+                while e + 8 <= end:
+                    m = _ascii_letters8(data, e, False)
+                    e += m
+                    if m < 8:
+                        break
+            while e < end:
+                b = data[_u(e)]
+                if b < 0x80:
+                    if flags[b] & mask == 0:
+                        break
+                    e += 1
+                else:
+                    c, k = _char_multi(data, e, end, flags)
+                    if c & mask == 0:
+                        break
+                    e += k
+        else:  # whitespace: \s+(?!\S) | \s+
+            last = i
+            e = i + k
+            while e < end:
+                b = data[_u(e)]
+                if b < 0x80:
+                    if flags[b] & _S == 0:
+                        break
+                    last = e
+                    e += 1
+                else:
+                    c, k = _char_multi(data, e, end, flags)
+                    if c & _S == 0:
+                        break
+                    last = e
+                    e += k
+            if e < end and last > i:
+                e = last
+    return e
+
+
+@_kernel
+def _cl100k_piece(data, i, end, flags):
+    """End of the cl100k piece that starts at byte ``i`` (any characters: the general path)."""
+    b = data[_u(i)]
+    e = -1
+    if b == 0x27:
+        m = _contraction_ci(data, i, end)
+        if m:
+            e = i + m
+    if e < 0:
+        if b < 0x80:
+            c = flags[b]
+            k = 1
+        else:
+            c, k = _char_multi(data, i, end, flags)
+        c1 = np.uint8(0)
+        k1 = 0
+        j = -1  # start of an L run, if the piece is one
+        if b == 0x20 and i + 9 <= end and _ascii_letters8(data, i + 1, False):  # fast path
+            j = i + 1
+        elif c & _L:
+            j = i + k
+        elif c & _LNCRLF == 0 and i + k < end:
+            b1 = data[_u(i + k)]
+            if b1 < 0x80:
+                c1 = flags[b1]
+                k1 = 1
+            else:
+                c1, k1 = _char_multi(data, i + k, end, flags)
+            if c1 & _L:
+                j = i + k + k1
+        if j >= 0:  # [^\r\n\p{L}\p{N}]?+\p{L}++
+            e = j
+            while e + 8 <= end:
+                m = _ascii_letters8(data, e, False)
+                e += m
+                if m < 8:
+                    break
+            while e < end:
+                b = data[_u(e)]
+                if b < 0x80:
+                    if flags[b] & _L == 0:
+                        break
+                    e += 1
+                else:
+                    c, k = _char_multi(data, e, end, flags)
+                    if c & _L == 0:
+                        break
+                    e += k
+        elif c & _N:  # \p{N}{1,3}+
+            e = i + k
+            for _ in range(2):
+                if e >= end:
+                    break
+                b = data[_u(e)]
+                if b < 0x80:
+                    c = flags[b]
+                    k = 1
+                else:
+                    c, k = _char_multi(data, e, end, flags)
+                if c & _N == 0:
+                    break
+                e += k
+        elif c & _O or (b == 0x20 and c1 & _O):  # " ?[^\s\p{L}\p{N}]++[\r\n]*+"
+            e = i + k if c & _O else i + 1 + k1
+            while e < end:
+                b = data[_u(e)]
+                if b < 0x80:
+                    if flags[b] & _O == 0:
+                        break
+                    e += 1
+                else:
+                    c, k = _char_multi(data, e, end, flags)
+                    if c & _O == 0:
+                        break
+                    e += k
+            while e < end and (data[_u(e)] == 0x0A or data[_u(e)] == 0x0D):
+                e += 1
+        else:  # whitespace: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
+            last = i
+            crlf_end = i + 1 if c & _CRLF else -1
+            e = i + k
+            while e < end:
+                b = data[_u(e)]
+                if b < 0x80:
+                    c = flags[b]
+                    if c & _S == 0:
+                        break
+                    last = e
+                    e += 1
+                    if c & _CRLF:
+                        crlf_end = e
+                else:
+                    c, k = _char_multi(data, e, end, flags)
+                    if c & _S == 0:
+                        break
+                    last = e
+                    e += k
+            if e < end:
+                if crlf_end > 0:
+                    e = crlf_end
+                elif last > i:
+                    e = last
+    return e
+
+
+@_kernel
+def _split_gpt2(data, docs, flags, out, n, d, i):
+    ndocs = docs.shape[0]
+    flat = out.reshape(-1)
+    cap = out.shape[0]
+    lo = up = dg = ws = hi = nl = sp = sl = ap = valid = starts = bad = _M0
+    while d < ndocs:
+        end = docs[d, 1]
+        wb = np.int64(0)
+        fast = False
+        while i < end:
+            if n == cap:
+                return n, d, i
+            off = i - wb
+            if not fast or off >= 32:
+                wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _slide_window(
+                    data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap
+                )
+                off = i - wb
+                let = (lo | up) & valid
+                om = ~(let | dg | ws | hi | ~valid)
+                starts, bad, oth = _plain_gpt2(dg, ws, sp, ap, om, let, valid)
+            # (a ' that starts a piece may start a contraction: the per-piece code decides)
+            if fast and n + 64 <= cap and ((bad | ap) >> _u(off)) & _M1 == _M0:
+                m = _plain_starts_after(starts, bad, off, _M0)
+                if m:
+                    n, i = _write_starts(flat, n, i, wb, m)
+                    continue
+            e = _gpt2_piece(data, i, end, flags)
+            flat[_u(2 * n)] = i
+            flat[_u(2 * n + 1)] = e
+            n += 1
+            i = e
+        d += 1
+        if d < ndocs:
+            i = docs[d, 0]
+    return n, d, i
+
+
+@_kernel
+def _split_cl100k(data, docs, flags, out, n, d, i):
+    ndocs = docs.shape[0]
+    flat = out.reshape(-1)
+    cap = out.shape[0]
+    lo = up = dg = ws = hi = nl = sp = sl = ap = valid = starts = bad = oth = let = _M0
+    while d < ndocs:
+        end = docs[d, 1]
+        wb = np.int64(0)
+        fast = False
+        while i < end:
+            if n == cap:
+                return n, d, i
+            off = i - wb
+            if not fast or off >= 32:
+                wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _slide_window(
+                    data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap
+                )
+                off = i - wb
+                let = (lo | up) & valid
+                om = ~(let | dg | ws | hi | ~valid)
+                starts, bad, oth = _plain_cl100k(dg, nl, sp, ap, om, let, valid)
+            # (a ' that starts a piece may start a contraction: the per-piece code decides)
+            if fast and n + 64 <= cap and ((bad | ap) >> _u(off)) & _M1 == _M0:
+                # i's "other" before a letter is that letter's P
+                m = _plain_starts_after(starts, bad, off, (oth >> _u(off)) & (let >> _u(off + 1)) & _M1)
+                if m:
+                    n, i = _write_starts(flat, n, i, wb, m)
+                    continue
+            e = _cl100k_piece(data, i, end, flags)
+            flat[_u(2 * n)] = i
+            flat[_u(2 * n + 1)] = e
+            n += 1
+            i = e
+        d += 1
+        if d < ndocs:
+            i = docs[d, 0]
+    return n, d, i
+
+
+@_kernel
 def _o200k_letters_from(data, s, end, flags):
     """Ends of A1 (``U*W+``) and A2 (``U+W*``) matched from ``s`` (-1 where it fails)."""
     p = s
@@ -458,7 +630,7 @@ def _o200k_letters_from(data, s, end, flags):
     return last_w_end, (u_end if u_end > s else -1)
 
 
-@_jit
+@_kernel
 def _w_run(data, p, end, flags):
     while p < end:
         b = data[_u(p)]
@@ -474,7 +646,7 @@ def _w_run(data, p, end, flags):
     return p
 
 
-@_jit
+@_kernel
 def _o200k_piece(data, i, end, flags):
     """End of the o200k piece that starts at byte ``i`` (any characters: the general path)."""
     b = data[_u(i)]
@@ -610,7 +782,7 @@ def _o200k_piece(data, i, end, flags):
     return e
 
 
-@_jit
+@_kernel
 def _split_o200k(data, docs, flags, out, n, d, i):
     ndocs = docs.shape[0]
     flat = out.reshape(-1)
@@ -638,54 +810,12 @@ def _split_o200k(data, docs, flags, out, n, d, i):
                 # P (ASCII but no letter, digit, CR, LF) before a letter: A1/A2 with P.
                 pl = ~(let | dg | nl | stop) & (let >> _M1)
                 om = ~(let | dg | ws | stop)  # ASCII "other"
-                # Plain text: letters, digits in runs of at most 3, spaces (not right after
-                # a newline), CR/LF and "other" (but no ' after a letter, where a contraction
-                # may follow, and no / after CR/LF, where an "other" piece's tail may take
-                # it); nothing non-ASCII. There,
-                # whether byte p starts a piece depends only on bytes p-2 .. p+1:
-                # - a space does if it starts its run, or ends it before no space or CR/LF
-                #   (a run of 3+ gives its last space to the next piece);
-                # - a digit does after a non-digit, CR/LF after a letter or digit (after
-                #   "other" it is that piece's tail, after whitespace part of the run);
-                # - an "other" after a letter, digit or CR/LF (after a space, it is that
-                #   space's piece; after an "other", the same run);
-                # - a letter: a capital after a small letter; any after a digit or CR/LF;
-                #   after an "other" that does not start a piece (one that does is the
-                #   letter's P). Never after a space (its P).
-                oth = om
-                spv = sp & valid
-                dgv = dg & valid
-                nlv = nl & valid
-                brk = let | nlv | dgv  # an "other" after one of these starts a piece
-                bad = (
-                    ~(let | spv | oth | dgv | nlv)
-                    | ((spv | sl) & (nlv << _M1))
-                    | (ap & (let << _M1))
-                    | (dgv & (dgv << _M1) & (dgv << _M2) & (dgv << _M3))
-                )
-                starts = (
-                    (spv & (~(spv << _M1) | ~((spv | nlv) >> _M1)))
-                    | (dgv & ~(dgv << _M1))
-                    | (nlv & ((let | dgv) << _M1))
-                    | (oth & (brk << _M1))
-                    | (let & (((lo << _M1) & up) | ((dgv | nlv) << _M1) | ((oth << _M1) & ~(brk << _M2))))
-                )
+                starts, bad, oth = _plain_o200k(lo, up, dg, nl, sp, sl, ap, om, let, valid)
             if fast and n + 64 <= cap and (bad >> _u(off)) & _M1 == _M0:
-                # Every piece start in plain text after i that the bytes up to the next
-                # non-plain one decide, at once; the last one is left to the code below.
-                uoff = _u(off)
-                b = np.int64(trailing_zeros(bad >> (uoff + _M1))) + off + 1
-                m = starts & ~((_M2 << uoff) - _M1) & ((_M1 << _u(b - 1)) - _M1)
-                if (oth >> uoff) & (let >> (uoff + _M1)) & _M1:  # i's "other" is the P of a letter
-                    m &= ~(_M2 << uoff)
+                # i's "other" before a letter is that letter's P
+                m = _plain_starts_after(starts, bad, off, (oth >> _u(off)) & (let >> _u(off + 1)) & _M1)
                 if m:
-                    while m:
-                        e = wb + np.int64(trailing_zeros(m))
-                        flat[_u(2 * n)] = i
-                        flat[_u(2 * n + 1)] = e
-                        n += 1
-                        i = e
-                        m &= m - _M1
+                    n, i = _write_starts(flat, n, i, wb, m)
                     continue
             if fast:
                 uoff = _u(off)
