@@ -593,6 +593,35 @@ def encode_spans(
     length so far.
     """
     heap_min = max(2, min(heap_min, 64))  # the O(n*m) loop packs positions into 6 bits
+    extra = 1 if eow_id >= 0 else 0
+    # Work arrays sized once for the longest piece, here: the loop runs without reference
+    # counting (see _encode_loop), so it allocates nothing.
+    longest = 0
+    for i in range(j, spans.shape[0]):
+        longest = max(longest, spans[i, 1] - spans[i, 0])
+    size = longest + extra + 1
+    sym = np.empty(size, np.int64)
+    pp = np.empty(size, np.int64)
+    heap_size = size if size > heap_min else 1
+    nxt = np.empty(heap_size, np.int64)
+    prv = np.empty(heap_size, np.int64)
+    heap = np.empty(3 * heap_size, np.int64)
+    return _encode_loop(
+        data, spans, docs, doc_special, doc_end, j, d, out, k,
+        byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
+        units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap,
+    )  # fmt: skip
+
+
+# Without Numba's reference counting: each inlined helper that takes an array (hashing, table
+# probes, merging) would otherwise incref and decref it, atomically, for every piece.
+@njit(cache=True, nogil=True, _nrt=False)
+def _encode_loop(
+    data, spans, docs, doc_special, doc_end, j, d, out, k,
+    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
+    units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap,
+):  # fmt: skip
+    """The loop of ``encode_spans``, with its work arrays."""
     tbits = _table_bits(tok_tab)
     wbits = _table_bits(whole_tab)
     pbits = _pair_bits(ptab)
@@ -604,19 +633,6 @@ def encode_spans(
     extra = 1 if eow_id >= 0 else 0
     plain_bytes = units == 0 and eow_id < 0
     hash_max = max(max_whole_len, long_max)
-
-    # Work arrays sized once for the longest piece: rebinding arrays inside the loop would cost
-    # reference-count traffic on every piece.
-    longest = 0
-    for i in range(j, n_spans):
-        longest = max(longest, spans[i, 1] - spans[i, 0])
-    size = longest + extra + 1
-    sym = np.empty(size, np.int64)
-    pp = np.empty(size, np.int64)
-    heap_size = size if size > heap_min else 1
-    nxt = np.empty(heap_size, np.int64)
-    prv = np.empty(heap_size, np.int64)
-    heap = np.empty(3 * heap_size, np.int64)
 
     for d in range(d, docs.shape[0]):
         doc_stop = docs[d, 1]
