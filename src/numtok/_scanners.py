@@ -564,7 +564,7 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
     ndocs = docs.shape[0]
     flat = out.reshape(-1)
     cap = out.shape[0]
-    lo = up = dg = ws = hi = nl = sp = sl = ap = valid = starts = bad = oth = let = _M0
+    lo = up = dg = ws = hi = nl = sp = sl = ap = valid = starts = bad = oth = let = stop = pl = _M0
     while d < ndocs:
         end = docs[d, 1]
         wb = np.int64(0)
@@ -581,6 +581,9 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
                 let = (lo | up) & valid
                 om = ~(let | dg | ws | hi | ~valid)
                 starts, bad, oth = _plain_cl100k(dg, nl, sp, ap, om, let, valid)
+                stop = hi | ~valid
+                # one char (ASCII, no letter, digit, CR, LF) before a letter run
+                pl = ~(let | dg | nl | stop) & (let >> _M1)
             # (a ' that starts a piece may start a contraction: the per-piece code decides)
             if fast and n + 64 <= cap and ((bad | ap) >> _u(off)) & _M1 == _M0:
                 # i's "other" before a letter is that letter's P
@@ -588,7 +591,44 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
                 if m:
                     n, i = _write_starts(flat, n, i, wb, m)
                     continue
-            e = _cl100k_piece(data, i, end, flags)
+            e = np.int64(-1)
+            if fast:  # one piece from the masks (ASCII), else the general path
+                uoff = _u(off)
+                xstop = stop >> uoff
+                if xstop & _M1 == _M0 and (ap >> uoff) & _M1 == _M0:  # not a contraction's quote
+                    if (let >> uoff) & _M1:
+                        e = 1 + np.int64(trailing_zeros(~let >> (uoff + _M1)))
+                    elif (pl >> uoff) & _M1:
+                        e = 2 + np.int64(trailing_zeros(~let >> (uoff + _M2)))
+                    if e > 0:  # [^\r\n\p{L}\p{N}]?+\p{L}++
+                        if (xstop >> _u(e)) & _M1:
+                            e = -1
+                    elif (dg >> uoff) & _M1:  # \p{N}{1,3}+
+                        e = min(3, np.int64(trailing_zeros(~(dg & valid) >> uoff)))
+                        if e < 3 and (xstop >> _u(e)) & _M1:
+                            e = -1
+                    else:
+                        xom = oth >> uoff
+                        if (xom | ((sp >> uoff) & (xom >> _M1))) & _M1:  # " ?O++[\r\n]*+"
+                            e = np.int64((xom & _M1) ^ _M1)
+                            e += np.int64(trailing_zeros(~(xom >> _u(e))))
+                            e += np.int64(trailing_zeros(~(nl & valid) >> (uoff + _u(e))))
+                            if (xstop >> _u(e)) & _M1:
+                                e = -1
+                        elif (xstop >> _M1) & _M1 == _M0:  # \s++$ | \s*[\r\n] | \s+(?!\S) | \s
+                            r = np.int64(trailing_zeros(~(ws & valid) >> uoff))
+                            if i + r == end:
+                                e = r
+                            elif (xstop >> _u(r)) & _M1 == _M0:
+                                crlf = (nl >> uoff) & ((_M1 << _u(r)) - _M1)
+                                if crlf:
+                                    e = 64 - np.int64(leading_zeros(crlf))
+                                else:
+                                    e = max(1, r - 1)
+            if e < 0:
+                e = _cl100k_piece(data, i, end, flags)
+            else:
+                e += i
             flat[_u(2 * n)] = i
             flat[_u(2 * n + 1)] = e
             n += 1
