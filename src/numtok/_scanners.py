@@ -34,22 +34,29 @@ o200k (U = [Lu Lt Lm Lo M], W = [Ll Lm Lo M], P = [^\\r\\n\\p{L}\\p{N}], C = (?i
     A3 1-3 N.  A4 optional U+0020 + O run + [\\r\\n/] run.  A5 whitespace run up to and including
     its last \\r/\\n (before the end-of-text rule: o200k has no ``\\s++$``); A6/A7 as gpt2 rule 3.
 
-Speed: the kernels are branch-bound (one mispredicted branch or so per piece), so each is one
-loop written out by hand with ASCII fast paths. gpt2 and cl100k measure runs of ASCII letters
-8 bytes at a time (SWAR). o200k, whose letter rule is the costliest, keeps bit masks of a
-64-byte window of text (a-z, A-Z, digits, whitespace, non-ASCII, CR/LF, space, "/": SIMD
-compares, ``_intrinsics.ascii_class_masks64``), slid 32 bytes at a time; an ASCII piece's end
-is then a count of trailing zeros of a mask shifted to its start, with no byte loaded on the
-way from one piece to the next; a piece that meets a non-ASCII byte, the window's end or its
-document's end is redone by the general per-character code (``_o200k_piece``): 2.4% of the
-pieces of the benchmark text. The same window for gpt2 and cl100k measured 0.88x and 0.97x
-their SWAR kernels (less work per piece to save there), and an o200k variant choosing the run
-mask without branches (selects) 0.78x: the longer dependency chain cost more than the
-mispredictions it saved. Output arrays are allocated by NumPy (huge pages), not inside the
-kernels. Tried and dropped: a branch-free table mode (piece start = table[classes of bytes
-p-2..p+1] on plain ASCII, leaving it at apostrophes, non-ASCII bytes, 4+ digit runs,
-indentation after a newline in cl100k): ~600 MB/s on pure ASCII, but the hand-overs made it
-slower on mixed text.
+Speed: every kernel keeps bit masks of a 64-byte window of text (a-z, A-Z, digits,
+whitespace, non-ASCII, CR/LF, space, "/", "'": SIMD compares, ``_intrinsics.ascii_class_masks64``),
+slid 32 bytes at a time (``_slide_window``), and cuts pieces three ways, fastest first:
+
+1. Plain text (``_plain_gpt2`` / ``_plain_cl100k`` / ``_plain_o200k``: ASCII letters, digits,
+   spaces, CR/LF and punctuation, less each pattern's exceptions). There, whether byte p
+   starts a piece depends only on bytes p-2 .. p+1, so the window's piece starts are one bit
+   expression of its masks, and the pieces from the current one up to the first byte that is
+   not plain are written from it with a count of trailing zeros each: no branch per piece to
+   mispredict. 80-82% of the pieces of the benchmark text.
+2. One piece from the masks (o200k and cl100k): its end is the trailing zeros of a mask
+   shifted to its start, with no byte loaded on the way from one piece to the next.
+3. The general per-character code (``_gpt2_piece``, ``_cl100k_piece``, ``_o200k_piece``,
+   with ASCII fast paths that measure letter runs 8 bytes at a time): non-ASCII text, the
+   window's or the document's end, contractions.
+
+The kernels allocate nothing and are compiled without Numba's reference counting (``_kernel``):
+with it, each call of a helper taking the arrays cost an atomic incref/decref pair. Output
+arrays are allocated by NumPy (huge pages). Tried and dropped: choosing the run mask without
+branches (selects) in step 2 (0.78x: a longer dependency chain); a table of piece starts
+indexed by the classes of bytes p-2..p+1 (~600 MB/s on pure ASCII, slower on mixed text, as
+it handed over at every non-plain byte); gigatoken's two cursors (25% slower); non-temporal
+stores for the output (0.54x).
 
 Kernels take ``(data, docs, flags, out, n, d, i)``: they write pieces into ``out`` from row ``n``,
 starting at byte ``i`` of document ``d``, and return the new ``(n, d, i)``; ``d == len(docs)``
@@ -193,7 +200,7 @@ def _contraction_ci(data, p, end):
 
 @_inline
 def _slide_window(data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap):
-    """The o200k kernel's window of ASCII class masks, moved so that ``i`` is in its first half.
+    """The kernels' window of ASCII class masks, moved so that ``i`` is in its first half.
 
     The window holds the ``ascii_class_masks`` of bytes ``wb .. wb + 63``. It slides by 32
     bytes (classifying only the new half, at an address known before the pieces are) or is
