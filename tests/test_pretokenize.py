@@ -289,15 +289,21 @@ def test_gpt2_and_r50k_regexes_split_identically(text):
 # split_bytes: documents, threads, robustness
 
 
+def one_buffer(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 of ``texts`` in one buffer, and each text's (start, end) in it."""
+    blobs = [utf8_bytes(t) for t in texts]
+    data = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+    ends = np.cumsum([len(b) for b in blobs], dtype=np.int64)
+    docs = np.stack([ends - [len(b) for b in blobs], ends], axis=1) if blobs else np.zeros((0, 2), np.int64)
+    return data, docs
+
+
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=60, deadline=None)
 @given(texts=st.lists(mixed_text, max_size=12))
 def test_split_bytes_documents(name, texts):
     """Documents are split independently: no piece crosses a boundary (also empty documents)."""
-    blobs = [utf8_bytes(t) for t in texts]
-    data = np.frombuffer(b"".join(blobs), dtype=np.uint8)
-    ends = np.cumsum([len(b) for b in blobs], dtype=np.int64)
-    docs = np.stack([ends - [len(b) for b in blobs], ends], axis=1) if blobs else np.zeros((0, 2), np.int64)
+    data, docs = one_buffer(texts)
     want = [pretokenize(t, name) + s for t, s in zip(texts, docs[:, 0].tolist())]
     want = np.concatenate(want) if want else np.zeros((0, 2), np.int64)
     np.testing.assert_array_equal(split_bytes(data, docs, name, num_threads=1), want)
@@ -330,10 +336,7 @@ def test_long_texts_and_documents_match_regex(name, text, cuts):
     text = utf8_bytes(text).decode()
     bounds = sorted({0, len(text), *(c for c in cuts if c < len(text))})
     parts = [text[a:b] for a, b in zip(bounds, bounds[1:])]
-    blobs = [p.encode() for p in parts]
-    data = np.frombuffer(b"".join(blobs), dtype=np.uint8)
-    ends = np.cumsum([len(b) for b in blobs], dtype=np.int64)
-    docs = np.stack([ends - [len(b) for b in blobs], ends], axis=1) if blobs else np.zeros((0, 2), np.int64)
+    data, docs = one_buffer(parts)
     want = [regex_spans(p, name) + s for p, s in zip(parts, docs[:, 0].tolist())]
     want = np.concatenate(want) if want else np.zeros((0, 2), np.int64)
     np.testing.assert_array_equal(split_bytes(data, docs, name, num_threads=1), want)
