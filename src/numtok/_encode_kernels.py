@@ -635,8 +635,19 @@ def _encode_loop(
     hash_max = max(max_whole_len, long_max)
 
     for d in range(d, docs.shape[0]):
+        # The document's last span + 1, found by bisection: the loop below then tests an index,
+        # not a span's start, for every piece.
         doc_stop = docs[d, 1]
-        while j < n_spans and spans[j, 0] < doc_stop:
+        lo = j
+        hi = n_spans
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if spans[mid, 0] < doc_stop:
+                lo = mid + 1
+            else:
+                hi = mid
+        j_stop = lo
+        while j < j_stop:
             # Prefetch the table lines of a piece a few ahead: lookups are then no longer bound
             # by memory latency (the tables are megabytes, the pieces random). Tried: looking
             # the piece up a stage earlier to prefetch its cache line only when needed (3-5%
