@@ -25,8 +25,9 @@ import pytest
 import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from numba import njit
 
-from numtok import _scanners, _unicode
+from numtok import _intrinsics, _scanners, _unicode
 from numtok._text import char_to_byte_offsets, utf8_bytes
 from numtok.patterns import NAMED_PATTERNS
 from numtok.pretokenizers import pretokenize, split_bytes
@@ -287,6 +288,35 @@ def test_gpt2_and_r50k_regexes_split_identically(text):
 
 # --------------------------------------------------------------------------------------------
 # split_bytes: documents, threads, robustness
+
+
+@njit
+def _class_masks(data, p, wide):
+    return _intrinsics.ascii_class_masks64(data, p) if wide else _intrinsics.ascii_class_masks32(data, p)
+
+
+def test_ascii_class_masks_match_a_byte_by_byte_reference():
+    """The window masks the scanners start from: bit k of each mask classifies byte p + k."""
+    rng = np.random.default_rng(7)
+    data = np.concatenate([np.arange(256, dtype=np.uint8), rng.integers(0, 256, 4000).astype(np.uint8)])
+    classes = [
+        lambda b: (b >= 0x61) & (b <= 0x7A),
+        lambda b: (b >= 0x41) & (b <= 0x5A),
+        lambda b: (b >= 0x30) & (b <= 0x39),
+        lambda b: ((b >= 0x09) & (b <= 0x0D)) | (b == 0x20),
+        lambda b: b >= 0x80,
+        lambda b: (b == 0x0A) | (b == 0x0D),
+        lambda b: b == 0x20,
+        lambda b: b == 0x2F,
+        lambda b: b == 0x27,
+    ]
+    for width in (32, 64):
+        for p in list(range(0, 256, 7)) + list(range(256, len(data) - width, 97)):
+            got = _class_masks(data, p, width == 64)
+            window = data[p : p + width]
+            for mask, cls in zip(got, classes):
+                want = sum(1 << k for k in np.flatnonzero(cls(window)).tolist())
+                assert int(mask) == want, (width, p)
 
 
 def one_buffer(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
