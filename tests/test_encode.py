@@ -442,6 +442,21 @@ def test_merge_mode_uses_only_listed_merges():
     assert ids(tok.encode("abca")) == [5, 0]  # ab (rank 3) first, then ab+c = abc
 
 
+def test_two_byte_pieces_follow_the_mode():
+    """2-byte pieces take a shortcut through the byte-pair table; it must agree with each mode:
+    with ignore_merges a 2-byte token that no merge makes is still emitted whole."""
+    vocab = {b"a": 0, b"b": 1, b"c": 2, b"ab": 3, b"bc": 4}
+    for kwargs, want in [
+        (dict(merges=[(b"b", b"c")]), [[0, 1], [4], [0, 2]]),
+        (dict(merges=[(b"b", b"c")], ignore_merges=True), [[3], [4], [0, 2]]),
+        (dict(), [[3], [4], [0, 2]]),  # rank mode
+    ]:
+        tok = Tokenizer(vocab, pattern=r"\w+", **kwargs)
+        naive = NaiveBPE(vocab, pattern=r"\w+", **kwargs)
+        for text, expected in zip(["ab", "bc", "ac"], want):
+            assert ids(tok.encode(text)) == expected == naive.encode(text), (kwargs, text)
+
+
 def test_end_of_word_is_dropped_by_decode():
     vocab = {b"l": 0, b"o": 1, b"w": 2, b"</w>": 3, b"lo": 4, b"low": 5, b"low</w>": 6}
     tok = Tokenizer(vocab, merges=[(b"l", b"o"), (b"lo", b"w"), (b"low", b"</w>")], pattern=r"\w+",

@@ -579,7 +579,7 @@ def grow_piece_cache(old, new):
 def encode_spans(
     data, spans, docs, doc_special, doc_end, j, d, out, k,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
-    units, unk_id, eow_id, cache, heap_min,
+    units, unk_id, eow_id, cache, heap_min, pair_bytes,
 ):  # fmt: skip
     """Encode the pieces ``spans`` of the documents ``docs`` of ``data`` into ``out``.
 
@@ -590,7 +590,9 @@ def encode_spans(
     next piece (grow it and call again with the returned j, d, k); ``ST_NO_SYMBOL`` means the
     byte at ``error_position`` has no token (and there is no unknown token). After document
     ``d`` ends, ``doc_special[d]`` (if >= 0) is emitted and ``doc_end[d]`` is set to the output
-    length so far.
+    length so far. ``pair_bytes``: a 2-byte piece may be encoded from the byte-pair table ``bp``
+    alone (true unless a 2-byte token can be emitted whole without a merge: merges with
+    ``ignore_merges``).
     """
     heap_min = max(2, min(heap_min, 64))  # the O(n*m) loop packs positions into 6 bits
     extra = 1 if eow_id >= 0 else 0
@@ -609,7 +611,7 @@ def encode_spans(
     return _encode_loop(
         data, spans, docs, doc_special, doc_end, j, d, out, k,
         byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
-        units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap,
+        units, unk_id, eow_id, cache, heap_min, pair_bytes, sym, pp, nxt, prv, heap,
     )  # fmt: skip
 
 
@@ -619,7 +621,7 @@ def encode_spans(
 def _encode_loop(
     data, spans, docs, doc_special, doc_end, j, d, out, k,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
-    units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap,
+    units, unk_id, eow_id, cache, heap_min, pair_bytes, sym, pp, nxt, prv, heap,
 ):  # fmt: skip
     """The loop of ``encode_spans``, with its work arrays."""
     tbits = _table_bits(tok_tab)
@@ -684,7 +686,7 @@ def _encode_loop(
                         k += 1
                         j += 1
                         continue
-                else:
+                elif pair_bytes:
                     p = bp[(np.int64(data[s]) << 8) | data[s + 1]]
                     v1 = byte_id[data[s + 1]]
                     if p < INF_PRIORITY:
@@ -805,7 +807,7 @@ def _encode_loop(
 def encode_text(
     scanner, data, n, flags,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
-    units, unk_id, eow_id, cache, heap_min,
+    units, unk_id, eow_id, cache, heap_min, pair_bytes,
 ):  # fmt: skip
     """Pre-tokenize the text ``data[:n]`` (padded) with scanner number ``scanner``
     (``_scanners.SCANNER_IDS``) and encode it, in one call: a short text spends more in the
@@ -823,7 +825,7 @@ def encode_text(
     status, k, _, _, pos = encode_spans(
         data, spans, docs, doc_special, doc_end, zero, zero, out, zero,
         byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
-        units, unk_id, eow_id, cache, heap_min,
+        units, unk_id, eow_id, cache, heap_min, pair_bytes,
     )  # fmt: skip
     return status, out[:k], pos
 
