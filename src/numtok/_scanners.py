@@ -547,7 +547,7 @@ def _split_gpt2(data, docs, flags, out, n, d, i):
                 )
                 off = i - wb
                 let = (lo | up) & valid
-                om = ~(let | dg | ws | hi | ~valid)
+                om = ~(let | dg | ws | hi | ~valid)  # ASCII "other"
                 starts, bad, oth = _plain_gpt2(dg, ws, sp, ap, om, let, valid)
             # (a ' that starts a piece may start a contraction: the per-piece code decides)
             if fast and n + 64 <= cap and ((bad | ap) >> _u(off)) & _M1 == _M0:
@@ -586,9 +586,9 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
                 )
                 off = i - wb
                 let = (lo | up) & valid
-                om = ~(let | dg | ws | hi | ~valid)
-                starts, bad, oth = _plain_cl100k(dg, nl, sp, ap, om, let, valid)
                 stop = hi | ~valid
+                om = ~(let | dg | ws | stop)  # ASCII "other"
+                starts, bad, oth = _plain_cl100k(dg, nl, sp, ap, om, let, valid)
                 # one char (ASCII, no letter, digit, CR, LF) before a letter run
                 pl = ~(let | dg | nl | stop) & (let >> _M1)
             # (a ' that starts a piece may start a contraction: the per-piece code decides)
@@ -833,14 +833,14 @@ def _o200k_piece(data, i, end, flags):
 def _split_o200k(data, docs, flags, out, n, d, i):
     ndocs = docs.shape[0]
     flat = out.reshape(-1)
-    lo = up = dg = ws = hi = nl = sp = sl = ap = valid = let = bl = pl = om = stop = starts = bad = _M0
     cap = out.shape[0]
+    lo = up = dg = ws = hi = nl = sp = sl = ap = valid = let = bl = pl = om = stop = starts = bad = oth = _M0
     while d < ndocs:
         end = docs[d, 1]
         wb = np.int64(0)
         fast = False
         while i < end:
-            if n == out.shape[0]:
+            if n == cap:
                 return n, d, i
             e = np.int64(-1)
             off = i - wb
