@@ -288,9 +288,9 @@ def _plain_gpt2(dg, ws, sp, ap, om, let, valid):
 
 
 @_inline
-def _plain_cl100k(dg, nl, sp, ap, om, let, valid):
-    """cl100k: letters, digit runs of at most 3, spaces (not right after CR/LF), CR/LF and
-    "other", but no ' that may start a contraction (after a letter, digit or CR/LF).
+def _plain_split_digits(dg, nl, sp, om, let, valid):
+    """The rules cl100k and o200k share (each adds its own exceptions): letters, digit runs of
+    at most 3, spaces (not right after CR/LF), CR/LF and "other".
     - a space starts a piece if it starts its run, or ends it before no space or CR/LF (a
       run of 3+ gives its last space to the next piece);
     - a digit after a non-digit; CR/LF after a letter or digit (after "other" it is that
@@ -298,52 +298,44 @@ def _plain_cl100k(dg, nl, sp, ap, om, let, valid):
     - an "other" after a letter, digit or CR/LF (after a space it is the space's piece,
       after an "other" the same run);
     - a letter after a digit or CR/LF, or after an "other" that does not start a piece (one
-      that does is the letter's P); never after a letter or a space (its P)."""
+      that does is the letter's P); never after a space (its P).
+    Returns (starts, bad, brk, nlv); ``brk``: the bytes after which an "other" starts a piece."""
     spv = sp & valid
     dgv = dg & valid
     nlv = nl & valid
-    oth = om
-    brk = let | nlv | dgv  # an "other" after one of these starts a piece
+    brk = let | nlv | dgv
     bad = (
-        ~(let | spv | oth | dgv | nlv)
+        ~(let | spv | om | dgv | nlv)
         | (spv & (nlv << _M1))
-        | (ap & (brk << _M1))
         | (dgv & (dgv << _M1) & (dgv << _M2) & (dgv << _M3))
     )
     starts = (
         (spv & (~(spv << _M1) | ~((spv | nlv) >> _M1)))
         | (dgv & ~(dgv << _M1))
         | (nlv & ((let | dgv) << _M1))
-        | (oth & (brk << _M1))
-        | (let & (((dgv | nlv) << _M1) | ((oth << _M1) & ~(brk << _M2))))
+        | (om & (brk << _M1))
+        | (let & (((dgv | nlv) << _M1) | ((om << _M1) & ~(brk << _M2))))
     )
-    return starts, bad, oth
+    return starts, bad, brk, nlv
+
+
+@_inline
+def _plain_cl100k(dg, nl, sp, ap, om, let, valid):
+    """cl100k: the shared rules, a letter never starting a piece after a letter; no ' that may
+    start a contraction (after a letter, digit or CR/LF)."""
+    starts, bad, brk, _ = _plain_split_digits(dg, nl, sp, om, let, valid)
+    return starts, bad | (ap & (brk << _M1)), om
 
 
 @_inline
 def _plain_o200k(lo, up, dg, nl, sp, sl, ap, om, let, valid):
-    """o200k: as cl100k (same rules), with two more exceptions and one more rule: no ' after
+    """o200k: the shared rules, and a capital after a small letter starts a piece; no ' after
     a letter (a contraction may end the letter piece), no / after CR/LF (an "other" piece's
-    tail may take it); and a capital after a small letter starts a piece."""
-    spv = sp & valid
-    dgv = dg & valid
-    nlv = nl & valid
-    oth = om
-    brk = let | nlv | dgv
-    bad = (
-        ~(let | spv | oth | dgv | nlv)
-        | ((spv | sl) & (nlv << _M1))
-        | (ap & (let << _M1))
-        | (dgv & (dgv << _M1) & (dgv << _M2) & (dgv << _M3))
-    )
-    starts = (
-        (spv & (~(spv << _M1) | ~((spv | nlv) >> _M1)))
-        | (dgv & ~(dgv << _M1))
-        | (nlv & ((let | dgv) << _M1))
-        | (oth & (brk << _M1))
-        | (let & (((lo << _M1) & up) | ((dgv | nlv) << _M1) | ((oth << _M1) & ~(brk << _M2))))
-    )
-    return starts, bad, oth
+    tail may take it)."""
+    starts, bad, _, nlv = _plain_split_digits(dg, nl, sp, om, let, valid)
+    starts |= let & (lo << _M1) & up
+    bad |= (ap & (let << _M1)) | (sl & (nlv << _M1))
+    return starts, bad, om
 
 
 @_kernel
