@@ -191,11 +191,12 @@ def _contraction_ci(data, p, end):
 
 
 # ---------------------------------------------------------------------------------------------
-# Kernels: one per pattern family. Each is one loop written out by hand: helper functions
-# inlined by Numba (inline="always") measured 1.3-2x slower here, and a first-class function
-# argument would cost a call per piece. In every kernel ``i`` is the start of the current
-# piece and ``e`` its end; ASCII bytes take the table directly, others go through
-# ``_char_multi``.
+# Kernels: one per pattern family, each one loop over the pieces (see the module notes for
+# its three ways of ending a piece). Helpers are inlined (inline="always"); that costs nothing
+# here only because the kernels run without reference counting (``_kernel``): with it, every
+# inlined call increfs and decrefs its array arguments. In every kernel ``i`` is the start of
+# the current piece and ``e`` its end; ASCII bytes take the class table directly, others go
+# through ``_char_multi``.
 
 
 @_inline
@@ -263,8 +264,9 @@ def _write_starts(flat, n, i, wb, m):
 
 # Plain text (ASCII with some exceptions, each pattern's own): there, whether byte p starts a
 # piece depends only on bytes p-2 .. p+1, so all piece starts of a window are one bit
-# expression of its class masks. Each ``_plain_*`` returns (starts, bad, oth): the starts, the
-# bytes that are not plain (or past the document or the window), and ASCII "other".
+# expression of its class masks. Each ``_plain_*`` takes the window's masks (``om``: ASCII
+# "other") and returns (starts, bad): the starts, and the bytes that are not plain (or past
+# the document or the window).
 
 
 @_inline
@@ -276,15 +278,14 @@ def _plain_gpt2(dg, ws, sp, ap, om, let, valid):
     spv = sp & valid
     dgv = dg & valid
     wsv = ws & valid
-    oth = om
-    bad = ~(let | dgv | wsv | oth) | (ap & ~((oth | spv) << _M1))
+    bad = ~(let | dgv | wsv | om) | (ap & ~((om | spv) << _M1))
     starts = (
         (wsv & (~(wsv << _M1) | ~(wsv >> _M1)))
         | (let & ~((let | spv) << _M1))
         | (dgv & ~((dgv | spv) << _M1))
-        | (oth & ~((oth | spv) << _M1))
+        | (om & ~((om | spv) << _M1))
     )
-    return starts, bad, oth
+    return starts, bad
 
 
 @_inline
@@ -324,7 +325,7 @@ def _plain_cl100k(dg, nl, sp, ap, om, let, valid):
     """cl100k: the shared rules, a letter never starting a piece after a letter; no ' that may
     start a contraction (after a letter, digit or CR/LF)."""
     starts, bad, brk, _ = _plain_split_digits(dg, nl, sp, om, let, valid)
-    return starts, bad | (ap & (brk << _M1)), om
+    return starts, bad | (ap & (brk << _M1))
 
 
 @_inline
@@ -335,7 +336,61 @@ def _plain_o200k(lo, up, dg, nl, sp, sl, ap, om, let, valid):
     starts, bad, _, nlv = _plain_split_digits(dg, nl, sp, om, let, valid)
     starts |= let & (lo << _M1) & up
     bad |= (ap & (let << _M1)) | (sl & (nlv << _M1))
-    return starts, bad, om
+    return starts, bad
+
+
+# One piece from the masks (cl100k and o200k), at window offset ``uoff`` whose byte is ASCII;
+# ``xstop`` = stop >> uoff. Each returns the piece's length, or -1 where the masks cannot tell
+# (a non-ASCII byte, the window's or the document's end) and the general path decides.
+
+
+@_inline
+def _digits_from_masks(dg, valid, xstop, uoff):
+    """``\\p{N}{1,3}``."""
+    e = min(3, np.int64(trailing_zeros(~(dg & valid) >> uoff)))
+    if e < 3 and (xstop >> _u(e)) & _M1:
+        return -1
+    return e
+
+
+@_inline
+def _other_from_masks(om, tail, valid, xstop, uoff):
+    """``" ?"`` + "other" run + run of ``tail`` bytes (CR/LF, and / for o200k), where the byte
+    at ``uoff`` starts one (``_other_starts``)."""
+    xom = om >> uoff
+    e = np.int64((xom & _M1) ^ _M1)  # 1 after a space
+    e += np.int64(trailing_zeros(~(xom >> _u(e))))
+    e += np.int64(trailing_zeros(~(tail & valid) >> (uoff + _u(e))))
+    if (xstop >> _u(e)) & _M1:
+        return -1
+    return e
+
+
+@_inline
+def _other_starts(om, sp, uoff):
+    """True if the byte at ``uoff`` starts ``" ?"`` + "other" run: an "other", or a space
+    before one."""
+    return ((om | (sp & (om >> _M1))) >> uoff) & _M1 != _M0
+
+
+@_inline
+def _space_from_masks(ws, nl, valid, xstop, uoff, to_end, dollar_first):
+    """A whitespace run of ``r`` bytes, ``to_end`` if it reaches the document's end: up to its
+    last CR/LF (``\\s*[\\r\\n]``), the whole run at the end, else all but its last byte
+    (``\\s+(?!\\S)``) or one byte. ``dollar_first``: cl100k's ``\\s++$`` comes before the
+    CR/LF rule."""
+    r = np.int64(trailing_zeros(~(ws & valid) >> uoff))
+    at_end = to_end == r
+    if at_end and dollar_first:
+        return r
+    if not at_end and (xstop >> _u(r)) & _M1:
+        return -1
+    crlf = (nl >> uoff) & ((_M1 << _u(r)) - _M1)
+    if crlf:
+        return 64 - np.int64(leading_zeros(crlf))
+    if at_end:
+        return r
+    return max(1, r - 1)
 
 
 @_kernel
@@ -540,7 +595,7 @@ def _split_gpt2(data, docs, flags, out, n, d, i):
                 off = i - wb
                 let = (lo | up) & valid
                 om = ~(let | dg | ws | hi | ~valid)  # ASCII "other"
-                starts, bad, oth = _plain_gpt2(dg, ws, sp, ap, om, let, valid)
+                starts, bad = _plain_gpt2(dg, ws, sp, ap, om, let, valid)
             # (a ' that starts a piece may start a contraction: the per-piece code decides)
             if fast and n + 64 <= cap and ((bad | ap) >> _u(off)) & _M1 == _M0:
                 m = _plain_starts_after(starts, bad, off, _M0)
@@ -563,7 +618,7 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
     ndocs = docs.shape[0]
     flat = out.reshape(-1)
     cap = out.shape[0]
-    lo = up = dg = ws = hi = nl = sp = sl = ap = valid = starts = bad = oth = let = stop = pl = _M0
+    lo = up = dg = ws = hi = nl = sp = sl = ap = valid = starts = bad = om = let = stop = pl = _M0
     while d < ndocs:
         end = docs[d, 1]
         wb = np.int64(0)
@@ -580,13 +635,13 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
                 let = (lo | up) & valid
                 stop = hi | ~valid
                 om = ~(let | dg | ws | stop)  # ASCII "other"
-                starts, bad, oth = _plain_cl100k(dg, nl, sp, ap, om, let, valid)
+                starts, bad = _plain_cl100k(dg, nl, sp, ap, om, let, valid)
                 # one char (ASCII, no letter, digit, CR, LF) before a letter run
                 pl = ~(let | dg | nl | stop) & (let >> _M1)
             # (a ' that starts a piece may start a contraction: the per-piece code decides)
             if fast and n + 64 <= cap and ((bad | ap) >> _u(off)) & _M1 == _M0:
                 # i's "other" before a letter is that letter's P
-                m = _plain_starts_after(starts, bad, off, (oth >> _u(off)) & (let >> _u(off + 1)) & _M1)
+                m = _plain_starts_after(starts, bad, off, (om >> _u(off)) & (let >> _u(off + 1)) & _M1)
                 if m:
                     n, i = _write_starts(flat, n, i, wb, m)
                     continue
@@ -603,27 +658,11 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
                         if (xstop >> _u(e)) & _M1:
                             e = -1
                     elif (dg >> uoff) & _M1:  # \p{N}{1,3}+
-                        e = min(3, np.int64(trailing_zeros(~(dg & valid) >> uoff)))
-                        if e < 3 and (xstop >> _u(e)) & _M1:
-                            e = -1
-                    else:
-                        xom = oth >> uoff
-                        if (xom | ((sp >> uoff) & (xom >> _M1))) & _M1:  # " ?O++[\r\n]*+"
-                            e = np.int64((xom & _M1) ^ _M1)
-                            e += np.int64(trailing_zeros(~(xom >> _u(e))))
-                            e += np.int64(trailing_zeros(~(nl & valid) >> (uoff + _u(e))))
-                            if (xstop >> _u(e)) & _M1:
-                                e = -1
-                        elif (xstop >> _M1) & _M1 == _M0:  # \s++$ | \s*[\r\n] | \s+(?!\S) | \s
-                            r = np.int64(trailing_zeros(~(ws & valid) >> uoff))
-                            if i + r == end:
-                                e = r
-                            elif (xstop >> _u(r)) & _M1 == _M0:
-                                crlf = (nl >> uoff) & ((_M1 << _u(r)) - _M1)
-                                if crlf:
-                                    e = 64 - np.int64(leading_zeros(crlf))
-                                else:
-                                    e = max(1, r - 1)
+                        e = _digits_from_masks(dg, valid, xstop, uoff)
+                    elif _other_starts(om, sp, uoff):  # " ?O++[\r\n]*+"
+                        e = _other_from_masks(om, nl, valid, xstop, uoff)
+                    elif (xstop >> _M1) & _M1 == _M0:  # whitespace: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
+                        e = _space_from_masks(ws, nl, valid, xstop, uoff, end - i, True)
             if e < 0:
                 e = _cl100k_piece(data, i, end, flags)
             else:
@@ -826,7 +865,7 @@ def _split_o200k(data, docs, flags, out, n, d, i):
     ndocs = docs.shape[0]
     flat = out.reshape(-1)
     cap = out.shape[0]
-    lo = up = dg = ws = hi = nl = sp = sl = ap = valid = let = bl = pl = om = stop = starts = bad = oth = _M0
+    lo = up = dg = ws = hi = nl = sp = sl = ap = valid = let = bl = pl = om = stop = starts = bad = _M0
     while d < ndocs:
         end = docs[d, 1]
         wb = np.int64(0)
@@ -849,10 +888,10 @@ def _split_o200k(data, docs, flags, out, n, d, i):
                 # P (ASCII but no letter, digit, CR, LF) before a letter: A1/A2 with P.
                 pl = ~(let | dg | nl | stop) & (let >> _M1)
                 om = ~(let | dg | ws | stop)  # ASCII "other"
-                starts, bad, oth = _plain_o200k(lo, up, dg, nl, sp, sl, ap, om, let, valid)
+                starts, bad = _plain_o200k(lo, up, dg, nl, sp, sl, ap, om, let, valid)
             if fast and n + 64 <= cap and (bad >> _u(off)) & _M1 == _M0:
                 # i's "other" before a letter is that letter's P
-                m = _plain_starts_after(starts, bad, off, (oth >> _u(off)) & (let >> _u(off + 1)) & _M1)
+                m = _plain_starts_after(starts, bad, off, (om >> _u(off)) & (let >> _u(off + 1)) & _M1)
                 if m:
                     n, i = _write_starts(flat, n, i, wb, m)
                     continue
@@ -870,33 +909,15 @@ def _split_o200k(data, docs, flags, out, n, d, i):
                         elif data[_u(i + e)] == 0x27:
                             e += _contraction_ci(data, i + e, end)
                     elif (dg >> uoff) & _M1:  # A3 \p{N}{1,3}
-                        e = min(3, np.int64(trailing_zeros(~(dg & valid) >> uoff)))
-                        if e < 3 and (xstop >> _u(e)) & _M1:
-                            e = -1
-                    else:
-                        xom = om >> uoff
-                        if (xom | ((sp >> uoff) & (xom >> _M1))) & _M1:  # A4
-                            s = np.int64((xom & _M1) ^ _M1)
-                            e = s + np.int64(trailing_zeros(~(xom >> _u(s))))
-                            e += np.int64(trailing_zeros(~((nl | sl) & valid) >> (uoff + _u(e))))  # [\r\n/]*
-                            if (xstop >> _u(e)) & _M1:
-                                e = -1
-                        elif (xstop >> _M1) & _M1 == _M0:  # whitespace: A5, A6, A7
-                            r = np.int64(trailing_zeros(~(ws & valid) >> uoff))
-                            if (xstop >> _u(r)) & _M1 == _M0:
-                                crlf = (nl >> uoff) & ((_M1 << _u(r)) - _M1)
-                                if crlf:
-                                    e = 64 - np.int64(leading_zeros(crlf))
-                                elif i + r == end:
-                                    e = r
-                                elif r >= 2:
-                                    e = r - 1
-                                else:
-                                    e = 1
-                    if e >= 0:
-                        e += i
+                        e = _digits_from_masks(dg, valid, xstop, uoff)
+                    elif _other_starts(om, sp, uoff):  # A4 " ?" + other run + [\r\n/]*
+                        e = _other_from_masks(om, nl | sl, valid, xstop, uoff)
+                    elif (xstop >> _M1) & _M1 == _M0:  # whitespace: A5, A6, A7
+                        e = _space_from_masks(ws, nl, valid, xstop, uoff, end - i, False)
             if e < 0:
                 e = _o200k_piece(data, i, end, flags)
+            else:
+                e += i
             flat[_u(2 * n)] = i
             flat[_u(2 * n + 1)] = e
             n += 1
