@@ -393,6 +393,68 @@ def _space_from_masks(ws, nl, valid, xstop, uoff, to_end, dollar_first):
     return max(1, r - 1)
 
 
+# The general path's runs, shared by the three piece functions.
+
+
+@_inline
+def _class_run(data, p, end, flags, mask):
+    """End of the run of characters with a class bit in ``mask`` from byte ``p``."""
+    while p < end:
+        b = data[_u(p)]
+        if b < 0x80:
+            if flags[b] & mask == 0:
+                return p
+            p += 1
+        else:
+            c, k = _char_multi(data, p, end, flags)
+            if c & mask == 0:
+                return p
+            p += k
+    return p
+
+
+@_inline
+def _digits_after(data, e, end, flags):
+    """End of ``\\p{N}{1,3}`` whose first digit ends at ``e``: up to two more."""
+    for _ in range(2):
+        if e >= end:
+            break
+        b = data[_u(e)]
+        if b < 0x80:
+            c = flags[b]
+            k = 1
+        else:
+            c, k = _char_multi(data, e, end, flags)
+        if c & _N == 0:
+            break
+        e += k
+    return e
+
+
+@_inline
+def _space_run(data, i, e, end, flags, crlf_end):
+    """The whitespace run from ``i`` (its first character ends at ``e``): (its end, the start
+    of its last character, the end of its last CR/LF or ``crlf_end``)."""
+    last = i
+    while e < end:
+        b = data[_u(e)]
+        if b < 0x80:
+            c = flags[b]
+            if c & _S == 0:
+                break
+            last = e
+            e += 1
+            if c & _CRLF:
+                crlf_end = e
+        else:
+            c, k = _char_multi(data, e, end, flags)
+            if c & _S == 0:
+                break
+            last = e
+            e += k
+    return e, last, crlf_end
+
+
 @_kernel
 def _gpt2_piece(data, i, end, flags):
     """End of the gpt2/r50k piece that starts at byte ``i`` (any characters: the general path)."""
@@ -436,33 +498,9 @@ def _gpt2_piece(data, i, end, flags):
                     e += m
                     if m < 8:
                         break
-            while e < end:
-                b = data[_u(e)]
-                if b < 0x80:
-                    if flags[b] & mask == 0:
-                        break
-                    e += 1
-                else:
-                    c, k = _char_multi(data, e, end, flags)
-                    if c & mask == 0:
-                        break
-                    e += k
+            e = _class_run(data, e, end, flags, mask)
         else:  # whitespace: \s+(?!\S) | \s+
-            last = i
-            e = i + k
-            while e < end:
-                b = data[_u(e)]
-                if b < 0x80:
-                    if flags[b] & _S == 0:
-                        break
-                    last = e
-                    e += 1
-                else:
-                    c, k = _char_multi(data, e, end, flags)
-                    if c & _S == 0:
-                        break
-                    last = e
-                    e += k
+            e, last, _ = _space_run(data, i, i + k, end, flags, -1)
             if e < end and last > i:
                 e = last
     return e
@@ -506,66 +544,16 @@ def _cl100k_piece(data, i, end, flags):
                 e += m
                 if m < 8:
                     break
-            while e < end:
-                b = data[_u(e)]
-                if b < 0x80:
-                    if flags[b] & _L == 0:
-                        break
-                    e += 1
-                else:
-                    c, k = _char_multi(data, e, end, flags)
-                    if c & _L == 0:
-                        break
-                    e += k
+            e = _class_run(data, e, end, flags, _L)
         elif c & _N:  # \p{N}{1,3}+
-            e = i + k
-            for _ in range(2):
-                if e >= end:
-                    break
-                b = data[_u(e)]
-                if b < 0x80:
-                    c = flags[b]
-                    k = 1
-                else:
-                    c, k = _char_multi(data, e, end, flags)
-                if c & _N == 0:
-                    break
-                e += k
+            e = _digits_after(data, i + k, end, flags)
         elif c & _O or (b == 0x20 and c1 & _O):  # " ?[^\s\p{L}\p{N}]++[\r\n]*+"
             e = i + k if c & _O else i + 1 + k1
-            while e < end:
-                b = data[_u(e)]
-                if b < 0x80:
-                    if flags[b] & _O == 0:
-                        break
-                    e += 1
-                else:
-                    c, k = _char_multi(data, e, end, flags)
-                    if c & _O == 0:
-                        break
-                    e += k
+            e = _class_run(data, e, end, flags, _O)
             while e < end and (data[_u(e)] == 0x0A or data[_u(e)] == 0x0D):
                 e += 1
         else:  # whitespace: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
-            last = i
-            crlf_end = i + 1 if c & _CRLF else -1
-            e = i + k
-            while e < end:
-                b = data[_u(e)]
-                if b < 0x80:
-                    c = flags[b]
-                    if c & _S == 0:
-                        break
-                    last = e
-                    e += 1
-                    if c & _CRLF:
-                        crlf_end = e
-                else:
-                    c, k = _char_multi(data, e, end, flags)
-                    if c & _S == 0:
-                        break
-                    last = e
-                    e += k
+            e, last, crlf_end = _space_run(data, i, i + k, end, flags, i + 1 if c & _CRLF else -1)
             if e < end:
                 if crlf_end > 0:
                     e = crlf_end
@@ -703,25 +691,9 @@ def _o200k_letters_from(data, s, end, flags):
         else:
             c, k = _char_multi(data, u_end, end, flags)
         if c & _W:
-            w_end = _w_run(data, u_end + k, end, flags)
+            w_end = _class_run(data, u_end + k, end, flags, _W)
             return w_end, (w_end if u_end > s else -1)
     return last_w_end, (u_end if u_end > s else -1)
-
-
-@_kernel
-def _w_run(data, p, end, flags):
-    while p < end:
-        b = data[_u(p)]
-        if b < 0x80:
-            if flags[b] & _W == 0:
-                return p
-            p += 1
-        else:
-            c, k = _char_multi(data, p, end, flags)
-            if c & _W == 0:
-                return p
-            p += k
-    return p
 
 
 @_kernel
@@ -778,17 +750,7 @@ def _o200k_piece(data, i, end, flags):
             e += m
             if m < 8:
                 break
-        while e < end:
-            b = data[_u(e)]
-            if b < 0x80:
-                if flags[b] & _W == 0:
-                    break
-                e += 1
-            else:
-                c2, k2 = _char_multi(data, e, end, flags)
-                if c2 & _W == 0:
-                    break
-                e += k2
+        e = _class_run(data, e, end, flags, _W)
     elif e < 0 and ((prefix and c1 & _UW) or c & _UW):
         # A1 with P, A1 without, A2 with, A2 without (regex's order).
         a1_with = -1
@@ -805,54 +767,14 @@ def _o200k_piece(data, i, end, flags):
     if e >= 0:
         e += _contraction_ci(data, e, end)
     elif c & _N:  # \p{N}{1,3}
-        e = i + k
-        for _ in range(2):
-            if e >= end:
-                break
-            b = data[_u(e)]
-            if b < 0x80:
-                c = flags[b]
-                k = 1
-            else:
-                c, k = _char_multi(data, e, end, flags)
-            if c & _N == 0:
-                break
-            e += k
+        e = _digits_after(data, i + k, end, flags)
     elif c & _O or (b == 0x20 and c1 & _O):  # " ?[^\s\p{L}\p{N}]+[\r\n/]*"
         e = i + k if c & _O else i + 1 + k1
-        while e < end:
-            b = data[_u(e)]
-            if b < 0x80:
-                if flags[b] & _O == 0:
-                    break
-                e += 1
-            else:
-                c, k = _char_multi(data, e, end, flags)
-                if c & _O == 0:
-                    break
-                e += k
+        e = _class_run(data, e, end, flags, _O)
         while e < end and (data[_u(e)] == 0x0A or data[_u(e)] == 0x0D or data[_u(e)] == 0x2F):
             e += 1
     else:  # whitespace: \s*[\r\n]+ | \s+(?!\S) | \s+
-        last = i
-        crlf_end = i + 1 if c & _CRLF else -1
-        e = i + k
-        while e < end:
-            b = data[_u(e)]
-            if b < 0x80:
-                c = flags[b]
-                if c & _S == 0:
-                    break
-                last = e
-                e += 1
-                if c & _CRLF:
-                    crlf_end = e
-            else:
-                c, k = _char_multi(data, e, end, flags)
-                if c & _S == 0:
-                    break
-                last = e
-                e += k
+        e, last, crlf_end = _space_run(data, i, i + k, end, flags, i + 1 if c & _CRLF else -1)
         if crlf_end > 0:
             e = crlf_end
         elif e < end and last > i:
