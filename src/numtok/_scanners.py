@@ -173,6 +173,16 @@ def _char_multi(data, p, end, flags):
 
 
 @_inline
+def _char_at(data, p, end, flags):
+    """(class, byte length) of the character starting at ``data[p]``: an ASCII byte's from
+    the table, any other's from ``_char_multi``."""
+    b = data[_u(p)]
+    if b < 0x80:
+        return flags[b], 1
+    return _char_multi(data, p, end, flags)
+
+
+@_inline
 def _contraction_ci(data, p, end):
     """Byte length of ``(?i:'s|'t|'re|'ve|'m|'ll|'d)`` at ``p`` (0 if none)."""
     if p + 1 >= end or data[p] != 0x27:
@@ -419,12 +429,7 @@ def _digits_after(data, e, end, flags):
     for _ in range(2):
         if e >= end:
             break
-        b = data[_u(e)]
-        if b < 0x80:
-            c = flags[b]
-            k = 1
-        else:
-            c, k = _char_multi(data, e, end, flags)
+        c, k = _char_at(data, e, end, flags)
         if c & _N == 0:
             break
         e += k
@@ -470,21 +475,12 @@ def _gpt2_piece(data, i, end, flags):
                 e = i + 3
     if e < 0:
         j = i
-        if b < 0x80:
-            c = flags[b]
-            k = 1
-        else:
-            c, k = _char_multi(data, i, end, flags)
+        c, k = _char_at(data, i, end, flags)
         if b == 0x20 and i + 9 <= end and _ascii_letters8(data, i + 1, False):  # fast path
             j = i + 1
             c = _L
         elif b == 0x20 and i + 1 < end:  # " ?" before an L, N or O run
-            b1 = data[_u(i + 1)]
-            if b1 < 0x80:
-                c1 = flags[b1]
-                k1 = 1
-            else:
-                c1, k1 = _char_multi(data, i + 1, end, flags)
+            c1, k1 = _char_at(data, i + 1, end, flags)
             if c1 & _NOT_SPACE:
                 j = i + 1
                 c = c1
@@ -516,11 +512,7 @@ def _cl100k_piece(data, i, end, flags):
         if m:
             e = i + m
     if e < 0:
-        if b < 0x80:
-            c = flags[b]
-            k = 1
-        else:
-            c, k = _char_multi(data, i, end, flags)
+        c, k = _char_at(data, i, end, flags)
         c1 = np.uint8(0)
         k1 = 0
         j = -1  # start of an L run, if the piece is one
@@ -529,12 +521,7 @@ def _cl100k_piece(data, i, end, flags):
         elif c & _L:
             j = i + k
         elif c & _LNCRLF == 0 and i + k < end:
-            b1 = data[_u(i + k)]
-            if b1 < 0x80:
-                c1 = flags[b1]
-                k1 = 1
-            else:
-                c1, k1 = _char_multi(data, i + k, end, flags)
+            c1, k1 = _char_at(data, i + k, end, flags)
             if c1 & _L:
                 j = i + k + k1
         if j >= 0:  # [^\r\n\p{L}\p{N}]?+\p{L}++
@@ -671,12 +658,7 @@ def _o200k_letters_from(data, s, end, flags):
     p = s
     last_w_end = -1
     while p < end:
-        b = data[_u(p)]
-        if b < 0x80:
-            c = flags[b]
-            k = 1
-        else:
-            c, k = _char_multi(data, p, end, flags)
+        c, k = _char_at(data, p, end, flags)
         if c & _U == 0:
             break
         p += k
@@ -684,12 +666,7 @@ def _o200k_letters_from(data, s, end, flags):
             last_w_end = p
     u_end = p
     if u_end < end:
-        b = data[_u(u_end)]
-        if b < 0x80:
-            c = flags[b]
-            k = 1
-        else:
-            c, k = _char_multi(data, u_end, end, flags)
+        c, k = _char_at(data, u_end, end, flags)
         if c & _W:
             w_end = _class_run(data, u_end + k, end, flags, _W)
             return w_end, (w_end if u_end > s else -1)
@@ -701,11 +678,7 @@ def _o200k_piece(data, i, end, flags):
     """End of the o200k piece that starts at byte ``i`` (any characters: the general path)."""
     b = data[_u(i)]
     e = -1
-    if b < 0x80:
-        c = flags[b]
-        k = 1
-    else:
-        c, k = _char_multi(data, i, end, flags)
+    c, k = _char_at(data, i, end, flags)
     c1 = np.uint8(0)
     k1 = 0
     prefix = c & _LNCRLF == 0 and i + k < end  # P = [^\r\n\p{L}\p{N}] may start A1/A2
@@ -713,12 +686,7 @@ def _o200k_piece(data, i, end, flags):
         c1 = _W  # fast path: " " + a-z, A1 is " " + the W run
         k1 = 1
     elif prefix:
-        b1 = data[_u(i + k)]
-        if b1 < 0x80:
-            c1 = flags[b1]
-            k1 = 1
-        else:
-            c1, k1 = _char_multi(data, i + k, end, flags)
+        c1, k1 = _char_at(data, i + k, end, flags)
     # Fast paths for ASCII-like starts; anything else takes the general path.
     # Ll at the start: U* matches nothing and A1 is the W run. ASCII capitals: the U
     # run is ASCII capitals; then a-z means A1 (W run from there), an ASCII non-letter
