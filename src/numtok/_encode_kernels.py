@@ -47,6 +47,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import _hugepages
 from ._intrinsics import load_u64, prefetch
 from ._scanners import scan_whole
 
@@ -535,7 +536,7 @@ def piece_cache_size(bits: int) -> int:
 def new_piece_cache(bits: int) -> np.ndarray:
     """An empty piece cache: 2**bits two-way sets for short pieces, then the long-piece
     region (bits = 0: no cache at all)."""
-    return np.zeros(piece_cache_size(bits), np.uint64)
+    return _hugepages.zeros(piece_cache_size(bits), np.uint64)
 
 
 @njit(cache=True, nogil=True)

@@ -28,7 +28,7 @@ import numpy as np
 import regex
 
 from . import _encode_kernels as _k
-from . import _pystr, _scanners
+from . import _hugepages, _pystr, _scanners
 from ._text import padded_utf8, utf8_bytes
 from ._threads import usable_cores
 from ._unicode import class_table
@@ -361,6 +361,8 @@ class Tokenizer:
             self._tok_tab, dup, self._pair_tab, self._bp = _k.build_tables(
                 self._tok_bytes, tok_off, mids, tok_lens[mids], byte_id, lefts, rights, priorities, self._rank_mode
             )
+        # Read at random for every piece: on 2 MiB pages (see _hugepages).
+        self._tok_tab, self._pair_tab = _hugepages.copy(self._tok_tab), _hugepages.copy(self._pair_tab)
         if dup >= 0:
             tid = int(mids[dup])
             raise ValueError(f"token {self._token_bytes(tid)!r} appears twice in the vocab (ids include {tid})")
@@ -400,8 +402,8 @@ class Tokenizer:
         self._special_lookup = _SpecialMatcher(self._special_tokens)
 
     def _set_whole_table(self, tab: np.ndarray, max_len: int) -> None:
-        self._whole_tab = tab
-        self._whole_ext = _k.key_table_ext(tab, self._tok_bytes, self._tok_off)
+        self._whole_tab = _hugepages.copy(tab)
+        self._whole_ext = _hugepages.copy(_k.key_table_ext(tab, self._tok_bytes, self._tok_off))
         self._max_whole_len = max_len
 
     def _table_state(self) -> dict[str, np.ndarray]:
