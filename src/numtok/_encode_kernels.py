@@ -41,9 +41,10 @@ Performance notes (cl100k_base on benchmarks' mixed 10 MB corpus, one thread):
   piece up early and prefetches its cache line only when needed (3-5 % slower; again with the
   tables on 2 MiB pages: 21 % slower), no cache-line prefetch for pieces that need no table
   (within noise), a 64 MiB piece cache (5 % faster on text seen before, 5 % slower on new
-  text). Prefetch distance: 8 was best with the tables on 4 KiB pages; on 2 MiB pages
-  (``_hugepages``: the measured 2 MiB-page trial before was on shared memory, which stayed on
-  4 KiB pages) 12 is 2-4 % faster than 8 and 16 for o200k, the same for cl100k.
+  text). An earlier trial of 2 MiB pages for the tables measured no gain; with the tables
+  really on them (``_hugepages``, checked in /proc/self/smaps) o200k takes 5-10 % less time.
+  Prefetch distance: 8 was best on 4 KiB pages; on 2 MiB pages 12 is 2-4 % faster than 8
+  and 16 for o200k, the same for cl100k.
 """
 
 from __future__ import annotations
