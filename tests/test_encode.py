@@ -322,6 +322,32 @@ def test_documents_cut_into_chunks(name):
     assert not custom._cuttable
 
 
+@pytest.mark.parametrize("name", CORE)
+def test_long_texts_streamed_in_blocks(name):
+    """A long text is written to UTF-8, split and encoded a block of characters at a time
+    (``_encode_streamed``), cut where the last block allows and carried over otherwise: ids
+    identical to tiktoken's for strs of every kind (1, 2, 4 bytes a character), for text with
+    no place to cut for many blocks, and for a lone surrogate (the repairing path)."""
+    ref = reference(name)
+    tok = copy_of(name)
+    tok._chunk_bytes = 97  # characters per block
+    base = sample_text()[:20_000]
+    texts = [
+        base.encode("ascii", "ignore").decode(),
+        "".join(c for c in base if ord(c) < 0x100) + "\xe9",
+        "".join(c for c in base if ord(c) < 0x10000) + "\u4e2d",
+        base + "\U0001f600",
+        "\u4e2d\u6587" * 3000 + " and then some words" * 20,
+        "a" * 5000 + " b" * 10,
+        " " * 5000 + "x",
+        base[:5000] + "\ud800" + base[5000:10000],
+    ]
+    for text in texts:
+        assert ids(tok.encode_ordinary(text)) == ref.encode_ordinary(text)
+    assert all(tok._encode_streamed(text) is not None for text in texts[:-1])
+    assert tok._encode_streamed(texts[-1]) is None
+
+
 @SETTINGS
 @given(st.text(max_size=300), st.sampled_from(CORE))
 def test_one_kernel_path_equals_chunked_path(text, name):
@@ -875,10 +901,12 @@ def test_repr_and_single_token():
 
 
 def test_docstring_examples():
+    import numtok._hugepages
+    import numtok._pystr
     import numtok._text
     import numtok.registry
     import numtok.tokenizer
 
-    for module in (numtok.tokenizer, numtok.registry, numtok._text):
+    for module in (numtok.tokenizer, numtok.registry, numtok._text, numtok._pystr, numtok._hugepages):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__

@@ -902,12 +902,63 @@ class Tokenizer:
             raw = utf8_bytes(text)
             n = len(raw)
             return self._encode_whole(_in_scratch(raw) if n <= _SHORT_BYTES else _padded(raw), n)
+        if self._cuttable and len(text) > self._chunk_bytes:
+            ids = self._encode_streamed(text)
+            if ids is not None:
+                return ids
         data = _padded_utf8_of(text)
         if self._scanner_id >= 0 and len(data) <= self._chunk_bytes:
             return self._encode_whole(data, len(data))
         docs = np.array([[0, len(data)]], dtype=np.int64)
         ids, _ = self._encode_docs(data, docs, _NO_SPECIAL, 1)
         return ids
+
+    def _encode_streamed(self, text: str) -> np.ndarray | None:
+        """Ids of a long text of a named pattern, written to UTF-8, split and encoded one block
+        of ``_chunk_bytes`` characters at a time through one reused buffer; None if the text
+        cannot be read in place (see ``_pystr``) or holds a surrogate (the caller's path
+        repairs it).
+
+        The whole text's UTF-8 is never written out: its fresh pages cost more than converting
+        it, and each block is still in cache when the scanner and the encoder read it. A block
+        is encoded up to its last cut (``cut_documents``' rule: every named pattern starts a
+        piece there, whatever precedes it); the rest is carried into the next block.
+        """
+        shape = _pystr.str_shape(text)
+        if shape is None:
+            return None
+        n, width = shape
+        block = self._chunk_bytes
+        buf = np.empty(2 * block * width + _PAD, dtype=np.uint8)
+        out = np.empty(n * width * (2 if self._eow_id >= 0 else 1) + 1, dtype=np.int32)
+        doc = np.zeros((1, 2), dtype=np.int64)
+        doc_end = np.empty(1, dtype=np.int64)
+        piece_cache = self._take_cache(n)
+        k = carry = first = 0
+        try:
+            while first < n:
+                last = min(n, first + block)
+                if carry + (last - first) * width + _PAD > len(buf):  # no cut for a while
+                    grown = np.empty(2 * len(buf) + (last - first) * width, dtype=np.uint8)
+                    grown[:carry] = buf[:carry]
+                    buf = grown
+                stop = _pystr.slice_to_utf8(text, first, last, buf, carry)
+                if stop < 0:
+                    return None
+                cut = stop if last == n else _k.last_cut(buf, max(carry - 1, 0), stop)
+                first = last
+                if cut < 0:
+                    carry = stop
+                    continue
+                buf[stop : stop + _PAD] = 0
+                doc[0, 1] = cut
+                k += self._run_groups(buf[:stop], doc, _NO_SPECIAL, None, [(0, 1)], out[k:], doc_end, piece_cache, True)
+                carry = stop - cut
+                buf[:carry] = buf[cut:stop]
+        finally:
+            self._give_cache(piece_cache)
+        out.resize(k, refcheck=False)
+        return out
 
     def _encode_whole(self, data: np.ndarray, n: int) -> np.ndarray:
         """Ids of the text ``data[:n]`` (padded; named pattern), split and encoded in one
