@@ -160,3 +160,33 @@ def _ascii_class_masks(width):
 
 ascii_class_masks64 = _ascii_class_masks(64)
 ascii_class_masks32 = _ascii_class_masks(32)
+
+
+@intrinsic
+def narrow_ascii32(typingctx, units, i, out, o):
+    """Store the low bytes of the 32 code units at ``units[i]`` (uint8, uint16 or uint32) as 32
+    bytes at ``out[o]`` and return a uint32 mask of the units >= 0x80 (bit k: unit ``i + k``):
+    where it is 0 the 32 bytes are their UTF-8; otherwise the bytes below its lowest set bit
+    are. No bounds checks: the caller keeps ``i + 32 <= len(units)`` and ``o + 32 <= len(out)``.
+
+    One vector load, compare and narrowing store per 32 characters (LLVM emits ``vpackuswb``
+    and friends), where a str's code units are written to UTF-8."""
+    if not (isinstance(units, types.Array) and units.ndim == 1 and units.layout == "C" and units.dtype in (types.uint8, types.uint16, types.uint32)):
+        return None
+    if not (isinstance(out, types.Array) and out.ndim == 1 and out.layout == "C" and out.dtype == types.uint8):
+        return None
+    sig = types.uint32(units, i, out, o)
+
+    def codegen(context, builder, signature, args):
+        src = context.make_array(signature.args[0])(context, builder, args[0])
+        dst = context.make_array(signature.args[2])(context, builder, args[2])
+        unit = ir.IntType(8 * signature.args[0].dtype.bitwidth // 8)
+        vector = ir.VectorType(unit, 32)
+        v = builder.load(builder.bitcast(builder.gep(src.data, [args[1]]), vector.as_pointer()), align=1)
+        wide = builder.icmp_unsigned(">=", v, ir.Constant(vector, [0x80] * 32))
+        narrow = v if unit.width == 8 else builder.trunc(v, ir.VectorType(ir.IntType(8), 32))
+        ptr = builder.bitcast(builder.gep(dst.data, [args[3]]), ir.VectorType(ir.IntType(8), 32).as_pointer())
+        builder.store(narrow, ptr, align=1)
+        return builder.bitcast(wide, ir.IntType(32))
+
+    return sig, codegen

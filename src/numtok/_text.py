@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ._intrinsics import address_view, load_u64, store_u64, str_data_address
+from ._intrinsics import address_view, narrow_ascii32, str_data_address
 
 
 def utf8_bytes(text: str) -> bytes:
@@ -86,26 +87,6 @@ def utf8_error_offset(data: np.ndarray) -> int:
 # character), of one long str here and of each text of a batch in ``_pystr``, so threads
 # convert in parallel instead of waiting for the one that holds the GIL to run ``str.encode``.
 
-_ASCII_BLOCK = 16  # characters tested and copied at a time, in 8-byte words
-_HIGH_BITS_1 = np.uint64(0x8080808080808080)  # per code unit: set iff it is not ASCII
-_HIGH_BITS_2 = np.uint64(0xFF80FF80FF80FF80)
-_HIGH_BITS_4 = np.uint64(0xFFFFFF80FFFFFF80)
-
-
-@njit(inline="always")
-def _low_bytes_2(w):
-    """The low bytes of the four 2-byte units of ``w``, packed into 4 bytes."""
-    w &= np.uint64(0x00FF00FF00FF00FF)
-    w = (w | (w >> np.uint64(8))) & np.uint64(0x0000FFFF0000FFFF)
-    return (w | (w >> np.uint64(16))) & np.uint64(0xFFFFFFFF)
-
-
-@njit(inline="always")
-def _low_bytes_4(w):
-    """The low bytes of the two 4-byte units of ``w``, packed into 2 bytes."""
-    return (w & np.uint64(0xFF)) | ((w >> np.uint64(24)) & np.uint64(0xFF00))
-
-
 @njit(cache=True, nogil=True)
 def _units_to_utf8(units, out, start, char_ends, byte_ends):
     """Write the UTF-8 of the code units (uint8/16/32) into ``out`` from ``start`` on and
@@ -118,48 +99,21 @@ def _units_to_utf8(units, out, start, char_ends, byte_ends):
     for q in range(nq + 1):
         stop = char_ends[q] if q < nq else n
         while i < stop:
-            m = min(stop - i, _ASCII_BLOCK)
-            if m == _ASCII_BLOCK and units.itemsize == 1:  # 16 characters as two words
-                w0 = load_u64(units, i)
-                w1 = load_u64(units, i + 8)
-                if (w0 | w1) & _HIGH_BITS_1 == 0:
-                    store_u64(out, o, w0)
-                    store_u64(out, o + 8, w1)
-                    o += 16
-                    i += 16
+            if stop - i >= 32:  # 32 characters at once while they are ASCII
+                wide = narrow_ascii32(units, i, out, o)
+                if wide == 0:
+                    i += 32
+                    o += 32
                     continue
-            elif m == _ASCII_BLOCK and units.itemsize == 2:  # four words of 4 characters
-                w0 = load_u64(units, i)
-                w1 = load_u64(units, i + 4)
-                w2 = load_u64(units, i + 8)
-                w3 = load_u64(units, i + 12)
-                if (w0 | w1 | w2 | w3) & _HIGH_BITS_2 == 0:
-                    store_u64(out, o, _low_bytes_2(w0) | (_low_bytes_2(w1) << np.uint64(32)))
-                    store_u64(out, o + 8, _low_bytes_2(w2) | (_low_bytes_2(w3) << np.uint64(32)))
-                    o += 16
-                    i += 16
-                    continue
-            elif m == _ASCII_BLOCK:  # eight words of 2 characters
-                w0 = load_u64(units, i)
-                w1 = load_u64(units, i + 2)
-                w2 = load_u64(units, i + 4)
-                w3 = load_u64(units, i + 6)
-                w4 = load_u64(units, i + 8)
-                w5 = load_u64(units, i + 10)
-                w6 = load_u64(units, i + 12)
-                w7 = load_u64(units, i + 14)
-                if (w0 | w1 | w2 | w3 | w4 | w5 | w6 | w7) & _HIGH_BITS_4 == 0:
-                    lo = _low_bytes_4(w0) | (_low_bytes_4(w1) << np.uint64(16))
-                    lo |= (_low_bytes_4(w2) << np.uint64(32)) | (_low_bytes_4(w3) << np.uint64(48))
-                    hi = _low_bytes_4(w4) | (_low_bytes_4(w5) << np.uint64(16))
-                    hi |= (_low_bytes_4(w6) << np.uint64(32)) | (_low_bytes_4(w7) << np.uint64(48))
-                    store_u64(out, o, lo)
-                    store_u64(out, o + 8, hi)
-                    o += 16
-                    i += 16
-                    continue
-            for t in range(m):  # a block with a wider character (or the tail), one by one
-                c = np.int64(units[i + t])
+                t = np.int64(trailing_zeros(wide))
+                i += t
+                o += t
+            # One character at a time, for at least 16 and then until an ASCII one: in CJK
+            # text, where only some spaces and punctuation are ASCII, 32 at once rarely works.
+            until = min(stop, i + 16)
+            while True:
+                c = np.int64(units[i])
+                i += 1
                 if c < 0x80:
                     out[o] = np.uint8(c)
                     o += 1
@@ -180,7 +134,8 @@ def _units_to_utf8(units, out, start, char_ends, byte_ends):
                     out[o + 2] = np.uint8(0x80 | ((c >> 6) & 0x3F))
                     out[o + 3] = np.uint8(0x80 | (c & 0x3F))
                     o += 4
-            i += m
+                if i >= stop or (i >= until and units[i] < 0x80):
+                    break
         if q < nq:
             byte_ends[q] = o
     return o
