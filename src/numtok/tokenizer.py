@@ -919,10 +919,12 @@ class Tokenizer:
         cannot be read in place (see ``_pystr``) or holds a surrogate (the caller's path
         repairs it).
 
-        The whole text's UTF-8 is never written out: its fresh pages cost more than converting
-        it, and each block is still in cache when the scanner and the encoder read it. A block
-        is encoded up to its last cut (``cut_documents``' rule: every named pattern starts a
-        piece there, whatever precedes it); the rest is carried into the next block.
+        The whole text's UTF-8 is never written out (100 MB of fresh pages the OS must zero,
+        then read twice from memory): each block is still in cache when the scanner and the
+        encoder read it. A block is encoded up to its last cut (``cut_documents``' rule: every
+        named pattern starts a piece there, whatever precedes it); the rest is carried into the
+        next block. A surrogate found late wastes the blocks before it (rare: the caller then
+        starts again on the repaired text).
         """
         shape = _pystr.str_shape(text)
         if shape is None:
