@@ -54,7 +54,7 @@ from numba import njit
 
 from . import _hugepages
 from ._intrinsics import load_u64, prefetch
-from ._scanners import scan_whole
+from ._scanners import is_cut, scan_whole
 
 INF_PRIORITY = 0x7FFFFFFF
 _C1 = np.uint64(0x9E3779B97F4A7C15)
@@ -881,24 +881,6 @@ def derive_merges(tok_bytes, tok_off, byte_id, ptab, ids):
     return left, right
 
 
-@njit(inline="always")
-def _is_cut(data, p):
-    """Whether every named pattern starts a piece at p > 0 (see ``cut_documents``)."""
-    c = data[p - 1] | 0x20
-    return data[p] == 0x20 and c >= 0x61 and c <= 0x7A
-
-
-@njit(cache=True, nogil=True)
-def last_cut(data, start, end):
-    """The last p in (start, end) where text may be cut as ``cut_documents`` does, or -1."""
-    p = end - 1
-    while p > start:
-        if _is_cut(data, p):
-            return p
-        p -= 1
-    return -1
-
-
 @njit(cache=True, nogil=True)
 def cut_documents(data, docs, step):
     """Cut documents longer than 2 * step into parts of about step bytes (named patterns only).
@@ -923,7 +905,7 @@ def cut_documents(data, docs, step):
         if e - s > 2 * step:
             p = s + step
             while p < e - step:
-                if _is_cut(data, p):
+                if is_cut(data, p):
                     parts[n, 0] = s
                     parts[n, 1] = p
                     parent[n] = i

@@ -826,6 +826,25 @@ def _move_rows_down(out, dst, src, n):
         out[dst + r, 1] = out[src + r, 1]
 
 
+@_inline
+def is_cut(data, p):
+    """Whether every named pattern starts a piece at p > 0: a U+0020 after an ASCII letter
+    (see ``_cut_points``)."""
+    c = data[p - 1] | 0x20
+    return data[p] == 0x20 and c >= 0x61 and c <= 0x7A
+
+
+@_jit
+def last_cut(data, start, end):
+    """The last p in (start, end) where :func:`is_cut`, or -1."""
+    p = end - 1
+    while p > start:
+        if is_cut(data, p):
+            return p
+        p -= 1
+    return -1
+
+
 @_jit
 def _cut_points(data, start, end, step, window):
     """Positions in (start, end) where every named pattern is sure to end a piece.
@@ -842,12 +861,10 @@ def _cut_points(data, start, end, step, window):
         stop = min(end, target + window)
         p = target
         while p < stop:
-            if data[p] == 0x20:
-                b = data[p - 1] | 0x20
-                if b >= 0x61 and b <= 0x7A:
-                    cuts[n] = p
-                    n += 1
-                    break
+            if is_cut(data, p):
+                cuts[n] = p
+                n += 1
+                break
             p += 1
         target = max(p, target) + step
     return cuts[:n]

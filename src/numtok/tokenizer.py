@@ -947,7 +947,7 @@ class Tokenizer:
                 stop = _pystr.slice_to_utf8(text, first, last, buf, carry)
                 if stop < 0:
                     return None
-                cut = stop if last == n else _k.last_cut(buf, max(carry - 1, 0), stop)
+                cut = stop if last == n else _scanners.last_cut(buf, max(carry - 1, 0), stop)
                 first = last
                 if cut < 0:
                     carry = stop
