@@ -62,6 +62,12 @@ def _str_info(obj, layout):
     return _word(obj + layout[_LENGTH]), (state >> layout[_KIND_SHIFT]) & 7, (state >> layout[_ASCII_BIT]) & 1 == 1
 
 
+@njit(inline="always")
+def _units_address(obj, layout, is_ascii):
+    """Where the code units of the exact compact str at ``obj`` start."""
+    return obj + (layout[_ASCII_DATA] if is_ascii else layout[_COMPACT_DATA])
+
+
 @njit(cache=True, nogil=True)
 def _lengths(items_address, n, layout, chars):
     """Fill ``chars`` with the length of each of the ``n`` objects whose pointers are at
@@ -101,8 +107,7 @@ def _to_utf8(items_address, first, last, layout, out, lens):
     for i in range(first, last):
         obj = items[i]
         m, kind, is_ascii = _str_info(obj, layout)
-        units = obj + (layout[_ASCII_DATA] if is_ascii else layout[_COMPACT_DATA])
-        end = units_to_utf8_at(units, m, kind, out, o, no_ends, no_ends)
+        end = units_to_utf8_at(_units_address(obj, layout, is_ascii), m, kind, out, o, no_ends, no_ends)
         if end < 0:
             return -1
         lens[i - first] = end - o
@@ -121,7 +126,7 @@ def _shape(obj, layout):
 @njit(cache=True, nogil=True)
 def _slice_to_utf8(obj, layout, first, last, out, start):
     m, kind, is_ascii = _str_info(obj, layout)
-    units = obj + (layout[_ASCII_DATA] if is_ascii else layout[_COMPACT_DATA]) + first * kind
+    units = _units_address(obj, layout, is_ascii) + first * kind
     no_ends = np.empty(0, np.int64)
     return units_to_utf8_at(units, last - first, kind, out, start, no_ends, no_ends)
 
