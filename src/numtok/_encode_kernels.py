@@ -19,8 +19,11 @@ with linear probing, power-of-two sizes, load factor <= 1/2:
 
 Performance notes (cl100k_base on benchmarks' mixed 10 MB corpus, one thread):
 
-* 88 % of pieces are a single token: single-byte pieces go through ``byte_id``, the others
-  cost one hash (shared with the piece cache) and usually one probe, ~20 ns.
+* 88 % of pieces are a single token (o200k: 90 %). Those of <= 8 bytes (most) cost one masked
+  load, one hash (shared with the piece cache) and one probe tested without a branch on the
+  length; one- and two-byte pieces take the same path (a separate one through ``byte_id`` and
+  the byte-pair table was 6-16 % slower: its length branches are mispredicted for a third of
+  the pieces).
 * Of the other 12 %, a warm piece cache answers ~90 %; the rest are merged. A piece seen for
   the first time costs ~0.5-0.8 us, mostly waiting on pair-table lines (3-8 MB tables), and is
   the largest single cost of a first pass over new text.
@@ -585,7 +588,7 @@ def grow_piece_cache(old, new):
 def encode_spans(
     data, spans, docs, doc_special, doc_end, j, d, out, k,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
-    units, unk_id, eow_id, cache, heap_min, pair_bytes,
+    units, unk_id, eow_id, cache, heap_min,
 ):  # fmt: skip
     """Encode the pieces ``spans`` of the documents ``docs`` of ``data`` into ``out``.
 
@@ -596,9 +599,7 @@ def encode_spans(
     next piece (grow it and call again with the returned j, d, k); ``ST_NO_SYMBOL`` means the
     byte at ``error_position`` has no token (and there is no unknown token). After document
     ``d`` ends, ``doc_special[d]`` (if >= 0) is emitted and ``doc_end[d]`` is set to the output
-    length so far. ``pair_bytes``: a 2-byte piece may be encoded from the byte-pair table ``bp``
-    alone (true unless a 2-byte token can be emitted whole without a merge: merges with
-    ``ignore_merges``).
+    length so far.
     """
     heap_min = max(2, min(heap_min, 64))  # the O(n*m) loop packs positions into 6 bits
     extra = 1 if eow_id >= 0 else 0
@@ -617,7 +618,7 @@ def encode_spans(
     return _encode_loop(
         data, spans, docs, doc_special, doc_end, j, d, out, k,
         byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
-        units, unk_id, eow_id, cache, heap_min, pair_bytes, sym, pp, nxt, prv, heap,
+        units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap,
     )  # fmt: skip
 
 
@@ -627,7 +628,7 @@ def encode_spans(
 def _encode_loop(
     data, spans, docs, doc_special, doc_end, j, d, out, k,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
-    units, unk_id, eow_id, cache, heap_min, pair_bytes, sym, pp, nxt, prv, heap,
+    units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap,
 ):  # fmt: skip
     """The loop of ``encode_spans``, with its work arrays."""
     tbits = _table_bits(tok_tab)
@@ -659,8 +660,7 @@ def _encode_loop(
             # Prefetch the table lines of a piece a few ahead: lookups are then no longer bound
             # by memory latency (the tables are megabytes, the pieces random). Tried: looking
             # the piece up a stage earlier to prefetch its cache line only when needed (3-5%
-            # slower). Pieces of 1-2 bytes, which need no table, are prefetched all the same: a
-            # branch on the length, mispredicted for a third of the pieces, cost more (2-3%).
+            # slower).
             ahead = j + _PREFETCH_DISTANCE
             if ahead < n_spans:
                 s2 = spans[ahead, 0]
@@ -682,35 +682,23 @@ def _encode_loop(
             L = spans[j, 1] - s
             if k + L + extra > cap:
                 return ST_FULL, k, j, d, -1
-            if L <= 2 and plain_bytes:
-                # One byte is its token; two bytes merge iff their pair has a priority (the
-                # whole BPE of a 2-byte piece, from the 256 KiB byte-pair table).
-                v = byte_id[data[s]]
-                if L == 1:
-                    if v >= 0:
-                        out[k] = v
-                        k += 1
-                        j += 1
-                        continue
-                elif pair_bytes:
-                    p = bp[(np.int64(data[s]) << 8) | data[s + 1]]
-                    v1 = byte_id[data[s + 1]]
-                    if p < INF_PRIORITY:
-                        out[k] = _result(res_of, p)
-                        k += 1
-                        j += 1
-                        continue
-                    if v >= 0 and v1 >= 0:
-                        out[k] = v
-                        out[k + 1] = v1
-                        k += 2
-                        j += 1
-                        continue
             k0 = _U64_0
             h = _U64_0
             k1 = _U64_0
             cslot = -1
             lslot = -1
+            if L <= 8:
+                # Most pieces: one masked load, one hash, then the key and its length in one
+                # test (no branch on the length: 1-2-byte pieces take this path too).
+                k0 = load_u64(data, s) & (_ALL_ONES >> np.uint64(64 - 8 * max(L, 1)))
+                h = (k0 ^ (np.uint64(L) * _C2)) * _C1
+                wslot = np.int64(h >> np.uint64(64 - wbits))
+                meta = whole_tab[2 * wslot + 1]
+                if (whole_tab[2 * wslot] == k0) & ((meta >> _U32) == np.uint64(L)) & (L <= max_whole_len):
+                    out[k] = np.int64(meta & _LOW32)
+                    k += 1
+                    j += 1
+                    continue
             if L <= hash_max:
                 k0, h = _hash_bytes(data, s, L)
                 if L <= max_whole_len:
@@ -814,7 +802,7 @@ def _encode_loop(
 def encode_text(
     scanner, data, n, flags,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
-    units, unk_id, eow_id, cache, heap_min, pair_bytes,
+    units, unk_id, eow_id, cache, heap_min,
 ):  # fmt: skip
     """Pre-tokenize the text ``data[:n]`` (padded) with scanner number ``scanner``
     (``_scanners.SCANNER_IDS``) and encode it, in one call: a short text spends more in the
@@ -832,7 +820,7 @@ def encode_text(
     status, k, _, _, pos = encode_spans(
         data, spans, docs, doc_special, doc_end, zero, zero, out, zero,
         byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
-        units, unk_id, eow_id, cache, heap_min, pair_bytes,
+        units, unk_id, eow_id, cache, heap_min,
     )  # fmt: skip
     return status, out[:k], pos
 

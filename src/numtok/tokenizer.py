@@ -262,9 +262,6 @@ class Tokenizer:
         self.unk_token = unk_token
         self.end_of_word = end_of_word
         self.ignore_merges = bool(ignore_merges)
-        # A 2-byte piece is its byte pair's merge or its two bytes, except where a 2-byte token
-        # may be emitted whole without a merge (merges with ignore_merges).
-        self._pair_bytes = merges is None or not self.ignore_merges
         self._special_tokens = dict(special_tokens)
         self._registry_name: str | None = None
         self._heap_min = _HEAP_MIN  # tests lower it to run every piece through the heap path
@@ -971,7 +968,7 @@ class Tokenizer:
                 self._scanner_id, data, n, class_table(),
                 self._byte_id, self._bp, self._tok_bytes, self._tok_off, self._tok_tab, self._whole_tab,
                 self._whole_ext, self._max_whole_len, self._pair_tab, self._res_of, self._units_code, self._unk_id, self._eow_id,
-                piece_cache, self._heap_min, self._pair_bytes,
+                piece_cache, self._heap_min,
             )  # fmt: skip
         finally:
             self._give_cache(piece_cache)
@@ -998,7 +995,7 @@ class Tokenizer:
                     data, gspans, gdocs, gspecial, gend, j, d, out, k,
                     self._byte_id, self._bp, self._tok_bytes, self._tok_off, self._tok_tab, self._whole_tab,
                     self._whole_ext, self._max_whole_len, self._pair_tab, self._res_of, self._units_code, self._unk_id, self._eow_id,
-                    piece_cache, self._heap_min, self._pair_bytes,
+                    piece_cache, self._heap_min,
                 )  # fmt: skip
                 if status == _k.ST_DONE:
                     break
