@@ -699,7 +699,9 @@ def test_piece_cache_grows_with_its_entries():
     from numtok import _encode_kernels as kernels
 
     enc = numtok.load("cl100k_base")
-    words = ["zyxwvut", "qwertyuiop", "xylophonic", "blorptastic", "aaaaaaaabbb", "   \n\n   "]
+    # short pieces, and long ones (16-64 bytes) for the long-piece region
+    words = ["zyxwvut", "qwertyuiop", "xylophonic", "blorptastic", "aaaaaaaabbb", "   \n\n   ",
+             "zyxwvutsrqponmlkjihgfedcba", "Pneumonoultramicroscopicsilicovolcanoconiosis"]
     text = " ".join(words * 3)
 
     def cache_after(bits):

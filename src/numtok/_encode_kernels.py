@@ -88,10 +88,12 @@ _KEY_MASK = ~_PRI_MASK
 CACHE_MAX_BYTES = 15
 CACHE_MAX_IDS = 4
 _NO_IDS = np.uint64(0xFFFFFFFFFFFFFFFF)
-# After the sets, a direct-mapped region of 2**LONG_BITS entries for pieces of 16..64 bytes
-# (whitespace runs, long words): 16 uint64 each, the piece's bytes (8 words, zero-padded), then
-# n_ids << 8 | length, then up to 14 ids, two per word.
-LONG_BITS = 12
+# After the sets, a direct-mapped region for pieces of 16..64 bytes (whitespace runs, long
+# words), an eighth as many entries as sets (a cache of 2**bits sets is 10 << bits words): 16
+# uint64 each, the piece's bytes (8 words, zero-padded), then n_ids << 8 | length, then up to
+# 14 ids, two per word. (A fixed 4096 entries missed most long pieces of 100 MB of text, each
+# then merged from 16+ symbols: 5-7 % of a warm encode.)
+LONG_SHIFT = 3
 LONG_MAX_BYTES = 64
 LONG_MAX_IDS = 14
 
@@ -530,20 +532,19 @@ def _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, res_of):
 
 @njit(inline="always")
 def _cache_layout(cache):
-    """(log2 of the number of two-way sets, start of the long-piece region) of a piece cache;
-    (0, 0) for the no-cache placeholder."""
+    """(log2 of the number of two-way sets, start of the long-piece region, log2 of its
+    number of entries) of a piece cache; (0, 0, 0) for the no-cache placeholder."""
     if cache.shape[0] <= 8:
-        return 0, 0
-    long_base = cache.shape[0] - (16 << LONG_BITS)
+        return 0, 0, 0
     bits = 0
-    while (1 << bits) < long_base // 8:
+    while (10 << bits) < cache.shape[0]:
         bits += 1
-    return bits, long_base
+    return bits, 8 << bits, bits - LONG_SHIFT
 
 
 def piece_cache_size(bits: int) -> int:
-    """Length of a piece cache of 2**bits sets (bits = 0: no cache at all)."""
-    return (8 << bits) + (16 << LONG_BITS) if bits > 0 else 8
+    """Length of a piece cache of 2**bits sets (bits = 0: no cache at all; else >= 8)."""
+    return (8 << bits) + (16 << (bits - LONG_SHIFT)) if bits > 0 else 8
 
 
 def new_piece_cache(bits: int) -> np.ndarray:
@@ -556,15 +557,15 @@ def new_piece_cache(bits: int) -> np.ndarray:
 def grow_piece_cache(old, new):
     """Move every entry of the piece cache ``old`` into the bigger, empty ``new``.
 
-    A short piece's set comes from its hash, which is recomputed from the bytes its key keeps
-    (k0: bytes 0-7, k1: bytes 8-14 | length << 56); the long-piece region has the same size in
-    every cache and is copied as it is. Of two entries that meet in a new set, one from an old
-    way 0 stays in way 0 (way 0 keeps a set's first entry, see ``_encode_loop``).
+    A piece's place comes from its hash, which is recomputed from the bytes its entry keeps
+    (short: k0 = bytes 0-7, k1 = bytes 8-14 | length << 56; long: all of them). Of two short
+    entries that meet in a new set, one from an old way 0 stays in way 0 (way 0 keeps a set's
+    first entry, see ``_encode_loop``).
     """
-    old_bits, old_base = _cache_layout(old)
-    new_bits, new_base = _cache_layout(new)
+    old_bits, old_base, old_long_bits = _cache_layout(old)
+    new_bits, new_base, new_long_bits = _cache_layout(new)
     old_sets = 1 << old_bits
-    piece = np.zeros(24, np.uint8)  # the key's bytes, padded for 8-byte loads
+    piece = np.zeros(LONG_MAX_BYTES + 8, np.uint8)  # an entry's bytes, padded for 8-byte loads
     for way in (1, 0):  # way 1's entries first, so that way 0's end in way 0
         for st in range(old_sets):
             e = 8 * st + 4 * way
@@ -581,8 +582,17 @@ def grow_piece_cache(old, new):
             for q in range(4):
                 new[c + 4 + q] = new[c + q]
                 new[c + q] = old[e + q]
-    for q in range(16 << LONG_BITS):
-        new[new_base + q] = old[old_base + q]
+    for st in range(1 << old_long_bits):
+        e = old_base + 16 * st
+        n = np.int64(old[e + 8] & np.uint64(0xFF))
+        if n == 0:
+            continue
+        for q in range(LONG_MAX_BYTES):
+            piece[q] = np.uint8((old[e + (q >> 3)] >> np.uint64(8 * (q & 7))) & np.uint64(0xFF))
+        _, h = _hash_bytes(piece, 0, n)
+        c = new_base + 16 * np.int64(h >> np.uint64(64 - new_long_bits))
+        for q in range(16):
+            new[c + q] = old[e + q]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -639,7 +649,7 @@ def _encode_loop(
     tbits = _table_bits(tok_tab)
     wbits = _table_bits(whole_tab)
     pbits = _pair_bits(ptab)
-    cache_bits, long_base = _cache_layout(cache)
+    cache_bits, long_base, long_bits = _cache_layout(cache)
     cache_max = CACHE_MAX_BYTES if cache_bits > 0 else 0
     long_max = LONG_MAX_BYTES if cache_bits > 0 else 0
     n_spans = spans.shape[0]
@@ -734,7 +744,7 @@ def _encode_loop(
                         j += 1
                         continue
                 elif L <= long_max:
-                    lslot = long_base + 16 * np.int64(h >> np.uint64(64 - LONG_BITS))
+                    lslot = long_base + 16 * np.int64(h >> np.uint64(64 - long_bits))
                     meta = cache[lslot + 8]
                     if np.int64(meta & np.uint64(0xFF)) == L:
                         q = 0

@@ -1018,7 +1018,7 @@ class Tokenizer:
 
     def _take_cache(self, nbytes: int) -> np.ndarray:
         """A piece cache for a call about to encode ``nbytes``, sized for all this tokenizer
-        has encoded so far: 1 MiB for short calls, growing to 32 MiB (``_CACHE_BITS``) once
+        has encoded so far: 1.25 MiB for short calls, growing to 40 MiB (``_CACHE_BITS``) once
         64 MB have been seen (a bigger cache answers more pieces, and merging a piece costs as
         much as ~30 cache hits; a small one is faster to fill on a first pass). A cache that
         grows keeps its entries.
@@ -1046,7 +1046,7 @@ class Tokenizer:
 
     def _give_cache(self, cache: np.ndarray) -> None:
         # Keep one cache per core at most: many threads in flight at once each needed one,
-        # but holding 32 MiB for each of them afterwards would only waste memory. (Appending
+        # but holding 40 MiB for each of them afterwards would only waste memory. (Appending
         # first and trimming after keeps the cap without a lock: every append is followed by
         # its own trim.)
         caches = self._caches
@@ -1084,8 +1084,8 @@ _SHORT_BYTES = 4096
 _SCRATCH = threading.local()
 _EMPTY: frozenset = frozenset()
 _NO_CACHE = _k.new_piece_cache(0)
-# log2 of the two-way sets of a piece cache (64 bytes each): 1 MiB at first, at most 32 MiB per
-# running call (see Tokenizer._take_cache).
+# log2 of the two-way sets of a piece cache (64 bytes each, plus a long-piece region a quarter
+# their size): 1.25 MiB at first, at most 40 MiB per running call (see Tokenizer._take_cache).
 _CACHE_BITS = 19
 _MIN_CACHE_BITS = 14
 
