@@ -307,9 +307,12 @@ def slow_job(tmp_path_factory):
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])
 def test_interrupted_encode_leaves_no_output(slow_job, tmp_path, sig):
     out = tmp_path / "ids.npy"
+    # SIGINT at its default in the child: a shell's background job (pytest run with `&`) starts
+    # with it ignored, the child inherits that, and Python then leaves it ignored.
     proc = subprocess.Popen([sys.executable, "-m", "numtok", "encode", "-t", str(slow_job / "slow.json"),
                              str(slow_job / "big.jsonl"), "-o", str(out), "--chunk-mb", "1", "--threads", "1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while not any(p.name.startswith(".ids.npy.") for p in tmp_path.iterdir()):  # writing has begun
         assert proc.poll() is None, proc.stderr.read().decode()
