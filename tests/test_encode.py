@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import numtok
 from numtok import registry
 from numtok.patterns import NAMED_PATTERNS
-from numtok.tokenizer import BatchEncoding, Tokenizer, read_tiktoken_ranks
+from numtok.tokenizer import BatchEncoding, Tokenizer, _block_needles, read_tiktoken_ranks
 
 from naive_encode import NaiveBPE, derive_merges
 
@@ -346,6 +346,40 @@ def test_long_texts_streamed_in_blocks(name):
         assert ids(tok.encode_ordinary(text)) == ref.encode_ordinary(text)
     assert all(tok._encode_streamed(text) is not None for text in texts[:-1])
     assert tok._encode_streamed(texts[-1]) is None
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_long_texts_checked_for_special_tokens_block_by_block(name):
+    """``encode`` with only disallowed special tokens looks for them in each streamed block's
+    UTF-8 (``contains_any``): a token anywhere, across a block's end included, raises as
+    tiktoken does and names the token; text with only their pieces ("<|", "<|endoftext") encodes
+    exactly as tiktoken; so do allowed tokens and user tokens with a cut inside (a space after a
+    letter: the whole-str search)."""
+    ref = reference(name)
+    tok = copy_of(name)
+    tok._chunk_bytes = 97  # characters per block
+    eot = "<|endoftext|>"
+    base = sample_text()[:6000]
+    near = base[:3000] + " <| <|endoftext <|endoftext| |endoftext|> <" + base[3000:] + "<|endoftex"
+    assert ids(tok.encode(near)) == ref.encode(near)
+    needles = _block_needles(frozenset(tok.special_tokens))
+    assert tok._encode_streamed(near, needles) is not None  # the block search took it
+    assert tok._encode_streamed(base[:3000] + eot + base[3000:], needles) is None
+    for at in list(range(90, 110)) + [0, 2990, len(base) - len(eot)]:  # across block ends too
+        text = base[:at] + eot + base[at:]
+        with pytest.raises(ValueError, match=re.escape(repr(eot))):
+            ref.encode(text)
+        with pytest.raises(ValueError, match=re.escape(repr(eot))):
+            tok.encode(text)
+        assert ids(tok.encode(text, allowed_special="all")) == ref.encode(text, allowed_special="all")
+    cut_inside = "my token"  # a cut ("y" then a space) inside: looked for in the whole str
+    assert _block_needles(frozenset({cut_inside})) is None
+    assert _block_needles(frozenset({eot})) is not None
+    text = base[:2000] + cut_inside + base[2000:]
+    with pytest.raises(ValueError, match="my token"):
+        tok.encode(text, disallowed_special={cut_inside})
+    with pytest.raises(ValueError, match="my token"):
+        ref.encode(text, disallowed_special={cut_inside})
 
 
 @SETTINGS

@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ._intrinsics import address_view, narrow_ascii32, str_data_address
+from ._intrinsics import address_view, load_u64, narrow_ascii32, str_data_address
 
 
 def utf8_bytes(text: str) -> bytes:
@@ -208,3 +208,53 @@ def padded_prefix(buffer: np.ndarray, size: int, pad: int) -> np.ndarray:
     """``buffer[:size]``, with the ``pad`` bytes after it zeroed (the kernels' padding)."""
     buffer[size : size + pad] = 0
     return buffer[:size]
+
+
+_ONES = np.uint64(0x0101010101010101)
+_HIGHS = np.uint64(0x8080808080808080)
+
+
+@njit(cache=True, nogil=True)
+def contains_any(data, n, needles, needle_off, b0, b1):
+    """Whether one of the byte strings ``needles[needle_off[i]:needle_off[i + 1]]`` (none
+    empty, each starting with byte ``b0`` or ``b1``) occurs in ``data[:n]``.
+
+    Eight bytes at a time: a word is looked at only if one of its bytes may be ``b0`` or ``b1``
+    (the zero-byte test on ``word ^ b * 0x0101...``), so text without them goes at memory speed,
+    ~5x a ``regex`` search for two special tokens.
+
+    >>> flat = np.frombuffer(b"<|a|><|b|>", np.uint8); off = np.array([0, 5, 10])
+    >>> text = np.frombuffer(b"x <| <|b|> y", np.uint8)
+    >>> bool(contains_any(text, 12, flat, off, ord("<"), ord("<")))
+    True
+    >>> bool(contains_any(text, 9, flat, off, ord("<"), ord("<")))
+    False
+    """
+    x0 = np.uint64(b0) * _ONES
+    x1 = np.uint64(b1) * _ONES
+    p = 0
+    while p < n:
+        if p + 8 <= n:
+            w = load_u64(data, p)
+            t0 = w ^ x0
+            t1 = w ^ x1
+            if ((t0 - _ONES) & ~t0 & _HIGHS) | ((t1 - _ONES) & ~t1 & _HIGHS) == 0:
+                p += 8
+                continue
+            stop = p + 8
+        else:
+            stop = n
+        while p < stop:  # a word that may hold a first byte: test its bytes one by one
+            c = data[p]
+            if c == b0 or c == b1:
+                for i in range(needle_off.shape[0] - 1):
+                    s = needle_off[i]
+                    m = needle_off[i + 1] - s
+                    if p + m <= n and needles[s] == c:
+                        q = 1
+                        while q < m and data[p + q] == needles[s + q]:
+                            q += 1
+                        if q == m:
+                            return True
+            p += 1
+    return False

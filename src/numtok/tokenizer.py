@@ -29,7 +29,7 @@ import regex
 
 from . import _encode_kernels as _k
 from . import _hugepages, _pystr, _scanners
-from ._text import padded_utf8, utf8_bytes
+from ._text import contains_any, padded_utf8, utf8_bytes
 from ._threads import usable_cores
 from ._unicode import class_table
 from .patterns import resolve_pattern
@@ -523,6 +523,17 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
+        if self._cuttable and len(text) > self._chunk_bytes:
+            # A long text with disallowed tokens only (the default): looked for in each block's
+            # UTF-8 while it is streamed, not in the str first (for a 4-byte-kind str that is
+            # 4 bytes a character to read; ~8% of the time). On a possible hit, or a text that
+            # cannot be streamed, the search below decides.
+            allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
+            needles = _block_needles(disallowed) if not allowed and disallowed else None
+            if needles is not None:
+                ids = self._encode_streamed(text, needles)
+                if ids is not None:
+                    return ids
         allowed = self._check_special_args(text, allowed_special, disallowed_special)
         if not allowed:
             return self._encode_plain(text)
@@ -910,11 +921,12 @@ class Tokenizer:
         ids, _ = self._encode_docs(data, docs, _NO_SPECIAL, 1)
         return ids
 
-    def _encode_streamed(self, text: str) -> np.ndarray | None:
+    def _encode_streamed(self, text: str, needles: tuple | None = None) -> np.ndarray | None:
         """Ids of a long text of a named pattern, written to UTF-8, split and encoded one block
         of ``_chunk_bytes`` characters at a time through one reused buffer; None if the text
         cannot be read in place (see ``_pystr``) or holds a surrogate (the caller's path
-        repairs it).
+        repairs it), or if a block may hold one of ``needles`` (``_block_needles``: special
+        tokens the caller must look for in the whole text).
 
         The whole text's UTF-8 is never written out (100 MB of fresh pages the OS must zero,
         then read twice from memory): each block is still in cache when the scanner and the
@@ -943,6 +955,10 @@ class Tokenizer:
                     buf = grown
                 stop = _pystr.slice_to_utf8(text, first, last, buf, carry)
                 if stop < 0:
+                    return None
+                # The carried bytes are searched again: a token that runs past this block's end
+                # is whole in the next one (it has no cut inside, see _block_needles).
+                if needles is not None and contains_any(buf, stop, *needles):
                     return None
                 cut = stop if last == n else _scanners.last_cut(buf, max(carry - 1, 0), stop)
                 first = last
@@ -1341,6 +1357,25 @@ class _SpecialMatcher:
         nothing changes meanwhile). One regex scan, ~3x faster than a bytes substring test for
         their common prefix "<|" (frequent in code), and without the GIL (batch workers)."""
         return self._compiled(tokens).search(data, concurrent=True) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _block_needles(tokens: frozenset) -> tuple | None:
+    """``contains_any``'s arguments after the block: the UTF-8 of ``tokens``, their offsets and
+    their (one or two) first bytes; None where the streamed search would not do: more than two
+    first bytes, or a token with a cut inside (a space after an ASCII letter, where a block may
+    end and the rest of it be encoded in the next one)."""
+    raw = [t.encode("utf-8") for t in sorted(tokens)]
+    firsts = sorted({r[0] for r in raw if r})
+    if not raw or not all(raw) or len(firsts) > 2:
+        return None
+    for r in raw:
+        if any(r[p] == 0x20 and 0x61 <= (r[p - 1] | 0x20) <= 0x7A for p in range(1, len(r))):
+            return None
+    flat = np.frombuffer(b"".join(raw), dtype=np.uint8)
+    offsets = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in raw], out=offsets[1:])
+    return flat, offsets, firsts[0], firsts[-1]
 
 
 @functools.lru_cache(maxsize=64)
