@@ -65,23 +65,6 @@ def str_data_address(typingctx, s):
 
 
 @intrinsic
-def store_u64(typingctx, arr, idx, value):
-    """Store ``value`` as 8 little-endian bytes at ``arr[idx]`` of a uint8 array (unaligned,
-    no checks)."""
-    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and arr.dtype == types.uint8):
-        return None
-    sig = types.void(arr, idx, types.uint64)
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        ptr = builder.gep(ary.data, [args[1]])
-        builder.store(args[2], builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@intrinsic
 def address_view(typingctx, address, n, dtype):
     """The ``n`` elements of ``dtype`` at memory ``address`` as a read-only 1-D array (no
     copy, no checks): how kernels read a str's buffer (``str_data_address``) or objects whose
