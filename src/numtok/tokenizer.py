@@ -523,18 +523,21 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
-        if self._cuttable and len(text) > self._chunk_bytes:
+        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
+        if not allowed and disallowed and self._cuttable and len(text) > self._chunk_bytes:
             # A long text with disallowed tokens only (the default): looked for in each block's
             # UTF-8 while it is streamed, not in the str first (for a 4-byte-kind str that is
             # 4 bytes a character to read; ~8% of the time). On a possible hit, or a text that
             # cannot be streamed, the search below decides.
-            allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
-            needles = _block_needles(disallowed) if not allowed and disallowed else None
+            needles = _block_needles(disallowed)
             if needles is not None:
                 ids = self._encode_streamed(text, needles)
                 if ids is not None:
                     return ids
-        allowed = self._check_special_args(text, allowed_special, disallowed_special)
+        if disallowed:
+            found = _special_finder(disallowed)(text)
+            if found is not None:
+                raise _disallowed_error(found)
         if not allowed:
             return self._encode_plain(text)
         data = _padded_utf8_of(text)
@@ -791,15 +794,6 @@ class Tokenizer:
             tid = self._vocab_cache.get(raw)
             return None if tid is None or self._is_special[tid] else tid
         return _find_bytes(self._tok_bytes, self._tok_off, self._mergeable_ids, raw)
-
-    def _check_special_args(self, text: str, allowed_special, disallowed_special) -> frozenset:
-        """The allowed special tokens; raise ValueError if a disallowed one is in the text."""
-        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
-        if disallowed:
-            found = _special_finder(disallowed)(text)
-            if found is not None:
-                raise _disallowed_error(found)
-        return allowed
 
     def _special_sets(self, allowed_special, disallowed_special) -> tuple[frozenset, frozenset]:
         """(the allowed special tokens this tokenizer has, the disallowed tokens to look for)
@@ -1384,8 +1378,8 @@ def _block_needles(tokens: frozenset) -> tuple | None:
     inside (a space after an ASCII letter, where a block may end and the rest of it be encoded
     in the next one)."""
     for t in tokens:
-        r = t.encode("utf-8")
-        if any(r[p] == 0x20 and 0x61 <= (r[p - 1] | 0x20) <= 0x7A for p in range(1, len(r))):
+        raw = np.frombuffer(t.encode("utf-8"), dtype=np.uint8)
+        if _scanners.last_cut(raw, 0, len(raw)) > 0:
             return None
     return _needles(tokens)
 
