@@ -120,10 +120,17 @@ def _load_word(a, s, n):
 
 
 @njit(inline="always")
+def _hash_head(a, s, n):
+    """(first min(n, 8) bytes packed, the hash of the n bytes at a[s:] so far): all of it for
+    n <= 8, which the encoder's loop computes without ``_hash_bytes``' loop (n >= 1)."""
+    k0 = _load_word(a, s, min(n, 8))
+    return k0, (k0 ^ (np.uint64(n) * _C2)) * _C1
+
+
+@njit(inline="always")
 def _hash_bytes(a, s, n):
     """Return (first 8 bytes packed, 64-bit hash) of the n bytes at a[s:]."""
-    k0 = _load_word(a, s, min(n, 8))
-    h = (k0 ^ (np.uint64(n) * _C2)) * _C1
+    k0, h = _hash_head(a, s, n)
     i = 8
     while i < n:
         h = ((h ^ (h >> np.uint64(29))) ^ _load_word(a, s + i, min(n - i, 8))) * _C1
@@ -681,7 +688,7 @@ def _encode_loop(
                 s2 = spans[_u(ahead), 0]
                 L2 = spans[_u(ahead), 1] - s2
                 if L2 <= 8:
-                    h2 = (_load_word(data, s2, max(L2, 1)) ^ (np.uint64(L2) * _C2)) * _C1
+                    _, h2 = _hash_head(data, s2, L2)
                     wslot = np.int64(h2 >> np.uint64(64 - wbits))
                     prefetch(whole_tab, 2 * wslot)
                     if cache_bits > 0:
@@ -705,8 +712,7 @@ def _encode_loop(
             if L <= 8:
                 # Most pieces: one masked load, one hash, then the key and its length in one
                 # test (no branch on the length: 1-2-byte pieces take this path too).
-                k0 = load_u64(data, s) & (_ALL_ONES >> np.uint64(64 - 8 * max(L, 1)))
-                h = (k0 ^ (np.uint64(L) * _C2)) * _C1
+                k0, h = _hash_head(data, s, L)
                 wslot = h >> np.uint64(64 - wbits)
                 meta = whole_tab[_U2 * wslot + _U1]
                 if (whole_tab[_U2 * wslot] == k0) & ((meta >> _U32) == np.uint64(L)) & (L <= max_whole_len):
