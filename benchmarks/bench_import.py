@@ -48,7 +48,7 @@ timeraw_load_encode_decode.param_names = ["encoding"]
 def timeraw_numba_floor():
     # The cost of Numba itself: import, target initialisation, one function loaded from cache.
     return """
-from numtok import _encode_kernels
+from numtok.encode import _kernels as _encode_kernels
 import numpy as np
 _encode_kernels.decode_ids(np.zeros(0, np.int64), np.zeros(2, np.int64), np.zeros(1, np.uint8), np.zeros(2, np.int64))
 """

@@ -45,7 +45,7 @@ class TrainWordPieceFromCounts:
     repeat = 3
 
     def setup(self):
-        from numtok.bert import pre_tokenize
+        from numtok.wordpiece.bert import pre_tokenize
 
         warm_up_wordpiece()
         counts: dict[str, int] = {}

@@ -32,7 +32,7 @@ _TIKTOKEN_LOOP = r'''
 import os, sys, time
 import numpy as np
 import tiktoken, tiktoken.load
-from numtok.patterns import NAMED_PATTERNS
+from numtok.pretokenizers.patterns import NAMED_PATTERNS
 
 corpus, out, ranks_path, pattern, eot_name, eot_id, threads = sys.argv[1:8]
 enc = tiktoken.Encoding("bench", pat_str=NAMED_PATTERNS[pattern],

@@ -85,8 +85,8 @@ class Tiktoken(Library):
     def __init__(self, encoding, workdir):
         import tiktoken
 
-        from numtok import registry
-        from numtok.patterns import NAMED_PATTERNS
+        from numtok.encode import registry
+        from numtok.pretokenizers.patterns import NAMED_PATTERNS
 
         spec = registry._ENCODINGS[encoding]
         content = registry.rank_file_content(spec.ranks)
@@ -113,7 +113,7 @@ def _hf_json(encoding, workdir) -> str:
 
 
 def _tiktoken_file(encoding, workdir) -> str:
-    from numtok import registry
+    from numtok.encode import registry
 
     path = os.path.join(workdir, f"{encoding}.tiktoken")
     if not os.path.exists(path):

@@ -21,9 +21,9 @@ import sys
 import numpy as np
 import regex
 
-from numtok._text import char_to_byte_offsets
-from numtok.patterns import NAMED_PATTERNS
+from numtok._native.utf8 import char_to_byte_offsets
 from numtok.pretokenizers import split_bytes
+from numtok.pretokenizers.patterns import NAMED_PATTERNS
 
 if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -72,8 +72,9 @@ def compare_encode(corpus: str, tokenizer: str, megabytes: float, repeat: int) -
 
 
 def compare_train(corpus: str, vocab_size: int, repeat: int) -> None:
-    import numtok
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    import numtok
 
     warm_up_wordpiece()
     warm_up_bpe()

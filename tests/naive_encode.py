@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import regex
 
-from numtok.patterns import resolve_pattern
+from numtok.pretokenizers.patterns import resolve_pattern
 
 
 def repair(text: str) -> str:

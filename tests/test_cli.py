@@ -148,7 +148,7 @@ def test_safe_cut_rule_never_splits_a_piece(pattern):
 
     import regex
 
-    from numtok.patterns import NAMED_PATTERNS
+    from numtok.pretokenizers.patterns import NAMED_PATTERNS
 
     compiled = regex.compile(NAMED_PATTERNS[pattern])
     alphabet = ["a", "Z", " ", " ", "  ", "\n", "\r\n", "\t", "1", "'", "s", "'ll", ".", "/", "é", "\u0301",

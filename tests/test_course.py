@@ -5,11 +5,10 @@ Expected values below are the documents' printed outputs, not ours.
 
 from __future__ import annotations
 
+from hf_reference import to_byte_level
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
 import numtok
-
-from hf_reference import to_byte_level
 
 COURSE_000 = [
     "This is the Hugging Face Course.",

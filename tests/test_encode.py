@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
-import doctest
 import functools
 import gzip
 import multiprocessing
@@ -21,13 +20,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from naive_encode import NaiveBPE, derive_merges
 
 import numtok
-from numtok import registry
-from numtok.patterns import NAMED_PATTERNS
-from numtok.tokenizer import BatchEncoding, Tokenizer, _block_needles, read_tiktoken_ranks
-
-from naive_encode import NaiveBPE, derive_merges
+from numtok.encode import batch as batch_module
+from numtok.encode import buffers, engine, registry, streaming
+from numtok.encode.batch import BatchEncoding
+from numtok.encode.special import NO_SPECIAL, block_needles
+from numtok.encode.tokenizer import Tokenizer
+from numtok.io.tiktoken_file import read_tiktoken_ranks
+from numtok.pretokenizers.patterns import NAMED_PATTERNS
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -46,8 +48,8 @@ def sample_text() -> str:
     return "\n\n".join(p.read_text(encoding="utf-8") for p in seeds)
 
 
-@functools.lru_cache(maxsize=None)
-def reference(name: str) -> "tiktoken.Encoding":
+@functools.cache
+def reference(name: str) -> tiktoken.Encoding:
     """tiktoken's Encoding for ``name``, built from the rank file numtok ships."""
     spec = registry._ENCODINGS[name]
     content = registry.rank_file_content(spec.ranks)
@@ -61,7 +63,7 @@ def reference(name: str) -> "tiktoken.Encoding":
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def naive_for(name: str) -> NaiveBPE:
     spec = registry._ENCODINGS[name]
     return NaiveBPE(reference(name)._mergeable_ranks, pattern=spec.pattern, special_tokens=spec.special_tokens)
@@ -299,7 +301,7 @@ def copy_of(name: str) -> Tokenizer:
                                   pattern=enc.pattern, special_tokens=enc.special_tokens)  # fmt: skip
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def heap_only(name: str) -> Tokenizer:
     """A copy of the named encoding that merges every piece with the heap."""
     tok = copy_of(name)
@@ -344,8 +346,8 @@ def test_long_texts_streamed_in_blocks(name):
     ]
     for text in texts:
         assert ids(tok.encode_ordinary(text)) == ref.encode_ordinary(text)
-    assert all(tok._encode_streamed(text) is not None for text in texts[:-1])
-    assert tok._encode_streamed(texts[-1]) is None
+    assert all(streaming.encode_streamed(tok, text) is not None for text in texts[:-1])
+    assert streaming.encode_streamed(tok, texts[-1]) is None
 
 
 @pytest.mark.parametrize("name", CORE)
@@ -362,9 +364,9 @@ def test_long_texts_checked_for_special_tokens_block_by_block(name):
     base = sample_text()[:6000]
     near = base[:3000] + " <| <|endoftext <|endoftext| |endoftext|> <" + base[3000:] + "<|endoftex"
     assert ids(tok.encode(near)) == ref.encode(near)
-    needles = _block_needles(frozenset(tok.special_tokens))
-    assert tok._encode_streamed(near, needles) is not None  # the block search took it
-    assert tok._encode_streamed(base[:3000] + eot + base[3000:], needles) is None
+    needles = block_needles(frozenset(tok.special_tokens))
+    assert streaming.encode_streamed(tok, near, needles) is not None  # the block search took it
+    assert streaming.encode_streamed(tok, base[:3000] + eot + base[3000:], needles) is None
     for at in list(range(90, 110)) + [0, 2990, len(base) - len(eot)]:  # across block ends too
         text = base[:at] + eot + base[at:]
         with pytest.raises(ValueError, match=re.escape(repr(eot))):
@@ -373,8 +375,8 @@ def test_long_texts_checked_for_special_tokens_block_by_block(name):
             tok.encode(text)
         assert ids(tok.encode(text, allowed_special="all")) == ref.encode(text, allowed_special="all")
     cut_inside = "my token"  # a cut ("y" then a space) inside: looked for in the whole str
-    assert _block_needles(frozenset({cut_inside})) is None
-    assert _block_needles(frozenset({eot})) is not None
+    assert block_needles(frozenset({cut_inside})) is None
+    assert block_needles(frozenset({eot})) is not None
     text = base[:2000] + cut_inside + base[2000:]
     with pytest.raises(ValueError, match="my token"):
         tok.encode(text, disallowed_special={cut_inside})
@@ -387,14 +389,12 @@ def test_long_texts_checked_for_special_tokens_block_by_block(name):
 def test_one_kernel_path_equals_chunked_path(text, name):
     """Short texts are split and encoded in one kernel call (encode_text); the same bytes
     through the scanner + encode_spans path give the same ids."""
-    from numtok.tokenizer import _NO_SPECIAL, _padded_utf8_of
-
     enc = numtok.load(name)
-    data = _padded_utf8_of(text)
+    data = buffers.padded_utf8_of(text)
     docs = np.array([[0, len(data)]], dtype=np.int64)
-    chunked, _ = enc._run(data, docs, _NO_SPECIAL)
-    assert ids(enc._encode_whole(data, len(data))) == ids(chunked)
-    assert ids(enc._encode_plain(text)) == ids(chunked)
+    chunked, _ = engine.run(enc, data, docs, NO_SPECIAL)
+    assert ids(engine.encode_whole(enc, data, len(data))) == ids(chunked)
+    assert ids(engine.encode_plain(enc, text)) == ids(chunked)
 
 
 def test_one_kernel_path_on_real_text_and_missing_bytes():
@@ -598,26 +598,25 @@ def test_batch_equals_single():
 @example(["a\ud800", "\udc00b", "é😀"], 2)  # lone surrogates (also split across texts)
 def test_batch_utf8_of_texts(texts, block_chars):
     """The batch's one-join conversion (and its byte lengths) equals converting each text."""
-    from numtok import tokenizer as tokenizer_module
-    from numtok._text import utf8_bytes
+    from numtok._native.utf8 import utf8_bytes
 
     chars = np.array([len(t) for t in texts], dtype=np.int64)
     enc = numtok.load("cl100k_base")
     singles = [ids(enc.encode_ordinary(t)) for t in texts]
-    original = tokenizer_module._BLOCK_CHARS, tokenizer_module._DIRECT_UTF8_CHARS
+    original = batch_module.BLOCK_CHARS, buffers.DIRECT_UTF8_CHARS
     for direct_from in (0, original[1]):  # the GIL-free conversion, and text by text
-        tokenizer_module._DIRECT_UTF8_CHARS = direct_from
+        buffers.DIRECT_UTF8_CHARS = direct_from
         try:
-            data, lens = tokenizer_module._utf8_of_texts("".join(texts), texts, chars)
+            data, lens = buffers.utf8_of_texts("".join(texts), texts, chars)
             assert data.tobytes() == b"".join(utf8_bytes(t) for t in texts)
-            assert data.base[len(data) : len(data) + tokenizer_module._PAD].tolist() == [0] * tokenizer_module._PAD
+            assert data.base[len(data) : len(data) + buffers.PAD].tolist() == [0] * buffers.PAD
             assert lens.tolist() == [len(utf8_bytes(t)) for t in texts]
-            tokenizer_module._BLOCK_CHARS = block_chars  # many blocks: also the 1-thread block loop
+            batch_module.BLOCK_CHARS = block_chars  # many blocks: also the 1-thread block loop
             for threads in (1, 2):
                 assert enc.encode_ordinary_batch(texts, num_threads=threads).to_list() == singles
             assert [ids(enc.encode_ordinary(t)) for t in texts] == singles
         finally:
-            tokenizer_module._BLOCK_CHARS, tokenizer_module._DIRECT_UTF8_CHARS = original
+            batch_module.BLOCK_CHARS, buffers.DIRECT_UTF8_CHARS = original
 
 
 @SETTINGS
@@ -625,7 +624,7 @@ def test_batch_utf8_of_texts(texts, block_chars):
 def test_padded_utf8_reads_every_str_kind(text, widener, data):
     """The GIL-free conversion reads CPython's 1-, 2- and 4-byte strings (``widener`` sets the
     kind) exactly as str.encode writes them, with the byte offset of any character offsets."""
-    from numtok._text import padded_utf8
+    from numtok._native.utf8 import padded_utf8
 
     text = text + widener
     cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
@@ -642,7 +641,7 @@ def test_padded_utf8_reads_every_str_kind(text, widener, data):
 def test_utf8_conversion_falls_back_when_its_buffer_is_refused(monkeypatch):
     """The GIL-free conversion reserves the worst case (4 bytes a character for a 4-byte str);
     where the OS refuses that much address space, str.encode (real size) takes over."""
-    from numtok import _text
+    from numtok._native import utf8 as _text
 
     enc = numtok.load("cl100k_base")
     text = sample_text()[:40_000] + "😀"
@@ -679,7 +678,7 @@ def test_find_key_rejects_near_misses_in_its_probe_chain():
     piece is not that piece: checked with and without the table's bytes 8-15 (``ext``)."""
     from numba import njit
 
-    from numtok import _encode_kernels as kernels
+    from numtok.encode import _kernels as kernels
 
     @njit
     def home_slot(a, n, bits):
@@ -708,14 +707,14 @@ def test_find_key_rejects_near_misses_in_its_probe_chain():
 
 
 def test_piece_caches_kept_at_most_one_per_core():
-    from numtok import tokenizer as tokenizer_module
+    from numtok._native.threads import cores_at_start
 
     enc = numtok.load("cl100k_base")
     text = sample_text()[:20_000]
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda _: ids(enc.encode_ordinary(text)), range(32)))
     assert all(r == results[0] for r in results)
-    assert 1 <= len(enc._caches) <= tokenizer_module._cores()
+    assert 1 <= len(enc._piece_caches.free) <= cores_at_start()
 
 
 def test_short_texts_from_many_threads():
@@ -730,7 +729,7 @@ def test_short_texts_from_many_threads():
 
 def test_piece_cache_grows_with_its_entries():
     """A grown piece cache holds each entry where encoding into that size would put it."""
-    from numtok import _encode_kernels as kernels
+    from numtok.encode import _kernels as kernels
 
     enc = numtok.load("cl100k_base")
     # short pieces, and long ones (16-64 bytes) for the long-piece region
@@ -739,10 +738,10 @@ def test_piece_cache_grows_with_its_entries():
     text = " ".join(words * 3)
 
     def cache_after(bits):
-        enc._caches = [kernels.new_piece_cache(bits)]
-        enc._bytes_seen = 0
+        enc._piece_caches.free = [kernels.new_piece_cache(bits)]
+        enc._piece_caches.bytes_seen = 0
         got = enc.encode_ordinary(text)
-        return enc._caches.pop(), got
+        return enc._piece_caches.free.pop(), got
 
     small, ids_small = cache_after(14)
     direct, ids_direct = cache_after(16)
@@ -750,7 +749,7 @@ def test_piece_cache_grows_with_its_entries():
     grown = kernels.new_piece_cache(16)
     kernels.grow_piece_cache(small, grown)
     assert np.count_nonzero(direct) > 0 and np.array_equal(grown, direct)
-    enc._caches = []
+    enc._piece_caches.free = []
 
 
 def test_batch_pad():
@@ -889,10 +888,8 @@ def test_encode_type_errors():
         enc.encode_batch("a string")
     with pytest.raises(TypeError, match=r"texts\[1\] must be a str, not bytes"):
         enc.encode_batch(["ok", b"no"])
-    from numtok import tokenizer as tokenizer_module
-
-    original = tokenizer_module._BLOCK_CHARS
-    tokenizer_module._BLOCK_CHARS = 10  # many blocks: the bad text is found in a later one
+    original = batch_module.BLOCK_CHARS
+    batch_module.BLOCK_CHARS = 10  # many blocks: the bad text is found in a later one
     try:
         for threads in (1, 2):
             for bad, kind in ((b"no", "bytes"), (None, "NoneType"), (["x"], "list")):
@@ -900,7 +897,7 @@ def test_encode_type_errors():
                 with pytest.raises(TypeError, match=rf"texts\[40\] must be a str, not {kind}"):
                     enc.encode_batch(texts, num_threads=threads)
     finally:
-        tokenizer_module._BLOCK_CHARS = original
+        batch_module.BLOCK_CHARS = original
     with pytest.raises(ValueError):
         enc.encode_batch(["x"], num_threads=0)
 
@@ -934,15 +931,3 @@ def test_repr_and_single_token():
     assert enc.encode_single_token("<|endoftext|>") == 100257
     with pytest.raises(KeyError):
         enc.encode_single_token("hello world")
-
-
-def test_docstring_examples():
-    import numtok._hugepages
-    import numtok._pystr
-    import numtok._text
-    import numtok.registry
-    import numtok.tokenizer
-
-    for module in (numtok.tokenizer, numtok.registry, numtok._text, numtok._pystr, numtok._hugepages):
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-        assert result.failed == 0, module.__name__

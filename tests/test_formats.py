@@ -18,13 +18,13 @@ import pytest
 import regex
 
 import numtok
-from numtok import formats
-from numtok._atomic import atomic_write
-from numtok.patterns import NAMED_PATTERNS
+from numtok.io import byte_level, gpt2_files, hf_json, oniguruma, tiktoken_file, tokenizer_view
+from numtok.io.atomic import atomic_write
+from numtok.pretokenizers.patterns import NAMED_PATTERNS
 
 tokenizers = pytest.importorskip("tokenizers")
 tiktoken = pytest.importorskip("tiktoken")
-import tiktoken.load  # noqa: E402
+import tiktoken.load  # noqa: E402, F811
 
 REF = Path(__file__).resolve().parents[2] / "shared" / "ref"
 GPT2_JSON = REF / "gpt2_tokenizer.json"
@@ -73,12 +73,12 @@ def assert_same_tokenizer(a, b):
 
 
 def test_byte_level_alphabet_is_gpt2s():
-    table = formats.bytes_to_unicode()
+    table = byte_level.bytes_to_unicode()
     assert len(set(table.values())) == 256
     assert (table[0x20], table[0x0A], table[ord("a")], table[0xAD]) == ("Ġ", "Ċ", "a", "Ń")
     raw = bytes(range(256))
-    assert formats._from_byte_level(formats._to_byte_level(raw)) == raw
-    assert formats._from_byte_level("héllo wörld") is None  # ' ' is not a byte-level character
+    assert byte_level.from_byte_level(byte_level.to_byte_level(raw)) == raw
+    assert byte_level.from_byte_level("héllo wörld") is None  # ' ' is not a byte-level character
 
 
 # -- regex translation (regex module <-> Oniguruma) --------------------------------------------
@@ -106,13 +106,13 @@ def _hf_pieces(onig: str, text: str) -> list[str]:
 @pytest.mark.parametrize("name", list(NAMED_PATTERNS))
 def test_named_patterns_split_identically_in_oniguruma(name, texts):
     pattern = NAMED_PATTERNS[name]
-    onig = formats.to_oniguruma(pattern)
+    onig = oniguruma.to_oniguruma(pattern)
     for text in texts + _random_strings(1500):
         assert _hf_pieces(onig, text) == _regex_pieces(pattern, text), (name, text[:60])
     if name == "gpt2":  # written as HF's own ByteLevel(use_regex=True): same pieces
-        byte_level = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        hf_byte_level = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
         for text in texts:
-            pieces = [formats._from_byte_level(s).decode("utf-8") for s, _ in byte_level.pre_tokenize_str(text)]
+            pieces = [byte_level.from_byte_level(s).decode("utf-8") for s, _ in hf_byte_level.pre_tokenize_str(text)]
             assert pieces == _regex_pieces(pattern, text)
 
 
@@ -121,7 +121,7 @@ def test_untranslated_cl100k_differs_in_oniguruma():
     raw = NAMED_PATTERNS["cl100k"]
     assert _regex_pieces(raw, "1234567") == ["123", "456", "7"]
     assert _hf_pieces(raw, "1234567") == ["1234567"]
-    assert _hf_pieces(formats.to_oniguruma(raw), "1234567") == ["123", "456", "7"]
+    assert _hf_pieces(oniguruma.to_oniguruma(raw), "1234567") == ["123", "456", "7"]
 
 
 @pytest.mark.parametrize(
@@ -142,7 +142,7 @@ def test_untranslated_cl100k_differs_in_oniguruma():
     ],
 )
 def test_to_oniguruma_keeps_meaning(pattern, text):
-    assert _hf_pieces(formats.to_oniguruma(pattern), text) == _regex_pieces(pattern, text)
+    assert _hf_pieces(oniguruma.to_oniguruma(pattern), text) == _regex_pieces(pattern, text)
 
 
 @pytest.mark.parametrize(
@@ -160,13 +160,13 @@ def test_to_oniguruma_keeps_meaning(pattern, text):
     ],
 )
 def test_from_oniguruma_keeps_meaning(onig, text):
-    assert _regex_pieces(formats.from_oniguruma(onig), text) == _hf_pieces(onig, text)
+    assert _regex_pieces(oniguruma.from_oniguruma(onig), text) == _hf_pieces(onig, text)
 
 
 @pytest.mark.parametrize("pattern", [r"(?m)^x", r"a(?i)b", r"\bword\b", r"[\w-]+", r"(a"])
 def test_untranslatable_patterns_raise(pattern):
     with pytest.raises(ValueError):
-        formats.to_oniguruma(pattern)
+        oniguruma.to_oniguruma(pattern)
 
 
 # -- HF tokenizer.json -------------------------------------------------------------------------
@@ -226,7 +226,7 @@ def test_rank_mode_tokenizer_saves_for_hf(name, texts, tmp_path):
 
 def test_merges_from_ranks_lists_every_split():
     ranks = {b"a": 0, b"b": 1, b"ab": 2, b"ba": 3, b"aba": 4}
-    assert formats.merges_from_ranks(ranks) == [(b"a", b"b"), (b"b", b"a"), (b"a", b"ba"), (b"ab", b"a")]
+    assert tokenizer_view.merges_from_ranks(ranks) == [(b"a", b"b"), (b"b", b"a"), (b"a", b"ba"), (b"ab", b"a")]
 
 
 @pytest.mark.skipif(not GPT2_JSON.exists(), reason="shared/ref/gpt2_tokenizer.json not available")
@@ -261,7 +261,7 @@ def test_from_file_reads_third_party_split_regexes_as_hf_does(trained, texts, tm
 
 def _tiny_hf_dict(**model_overrides) -> dict:
     """A small byte-level BPE tokenizer.json as HF itself writes it."""
-    table = formats.bytes_to_unicode()
+    table = byte_level.bytes_to_unicode()
     vocab = {c: i for i, c in enumerate(sorted(table.values()))}
     merges = [("a", "b"), ("ab", "c"), ("Ġ", "x")]
     for a, b in merges:
@@ -378,8 +378,8 @@ def test_tiktoken_loads_saved_ranks_and_encodes_identically(trained, texts, tmp_
     path = tmp_path / "tok.tiktoken"
     tok.save_tiktoken(path)
     ranks = tiktoken.load.load_tiktoken_bpe(str(path))
-    assert ranks == formats._mergeable_vocab(tok)
-    side = json.loads(Path(formats.tiktoken_sidecar_path(path)).read_text(encoding="utf-8"))
+    assert ranks == tokenizer_view.mergeable_vocab(tok)
+    side = json.loads(Path(tiktoken_file.tiktoken_sidecar_path(path)).read_text(encoding="utf-8"))
     enc = tiktoken.Encoding(**{k: side[k] for k in ("name", "pat_str", "special_tokens")}, mergeable_ranks=ranks)
     for text in texts:
         # tiktoken's rank rule equals numtok's merge rule on trained tokenizers (see save_tiktoken).
@@ -391,9 +391,9 @@ def test_tiktoken_round_trip_with_sidecar(trained, sample_text, tmp_path, patter
     tok = trained[pattern]
     path = tmp_path / "tok.tiktoken"
     tok.save_tiktoken(path)
-    side = formats.read_tiktoken_sidecar(path)
+    side = tiktoken_file.read_tiktoken_sidecar(path)
     assert side["pattern"] == pattern and side["special_tokens"] == tok.special_tokens
-    back = formats.load_tiktoken(path)  # pattern and specials from the sidecar
+    back = numtok.Tokenizer.from_tiktoken(path, **tiktoken_file.sidecar_arguments(path))  # pattern and specials from the sidecar
     assert back.vocab == tok.vocab and back.special_tokens == tok.special_tokens and back.pattern == tok.pattern
     assert ids_of(back, sample_text) == ids_of(tok, sample_text)
     explicit = numtok.Tokenizer.from_tiktoken(path, pattern=pattern, special_tokens=tok.special_tokens)
@@ -428,8 +428,8 @@ def test_malformed_sidecar_is_reported(tmp_path):
     (tmp_path / "x.tiktoken").write_text("YQ== 0\n", encoding="utf-8")
     (tmp_path / "x.tiktoken.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ValueError, match="sidecar"):
-        formats.read_tiktoken_sidecar(tmp_path / "x.tiktoken")
-    assert formats.read_tiktoken_sidecar(tmp_path / "none.tiktoken") is None
+        tiktoken_file.read_tiktoken_sidecar(tmp_path / "x.tiktoken")
+    assert tiktoken_file.read_tiktoken_sidecar(tmp_path / "none.tiktoken") is None
 
 
 # -- GPT-2 vocab.json + merges.txt -------------------------------------------------------------
@@ -500,7 +500,8 @@ def test_interrupted_save_leaves_the_old_file(trained, tmp_path, monkeypatch, fm
     save = {"json": "save", "tiktoken": "save_tiktoken", "gpt2": "save_gpt2"}[fmt]
     getattr(old, save)(target)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    monkeypatch.setattr(formats, "atomic_write", _failing_atomic_write)
+    writer = {"json": hf_json, "tiktoken": tiktoken_file, "gpt2": gpt2_files}[fmt]
+    monkeypatch.setattr(writer, "atomic_write", _failing_atomic_write)
     with pytest.raises(_Boom):
         getattr(new, save)(target)
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
@@ -522,7 +523,7 @@ def test_atomic_write_cleans_up_on_interrupt(tmp_path):
     assert os.stat(path).st_mode & 0o777 == 0o640  # the replaced file's permissions are kept
     with atomic_write(tmp_path / "fresh.bin") as f:
         f.write(b"x")
-    from numtok._atomic import _umask
+    from numtok.io.atomic import _umask
 
     assert os.stat(tmp_path / "fresh.bin").st_mode & 0o777 == 0o666 & ~_umask()  # not mkstemp's 0o600
 

@@ -1,5 +1,6 @@
 """The package surface: lazy exports stay the documented objects, import stays cheap."""
 
+import doctest
 import importlib
 import pkgutil
 import subprocess
@@ -8,10 +9,14 @@ import sys
 import numtok
 
 
+def _every_module():
+    for info in pkgutil.walk_packages(numtok.__path__, "numtok."):
+        if not info.name.endswith("__main__"):
+            yield importlib.import_module(info.name)
+
+
 def test_exports_survive_importing_every_module():
-    for info in pkgutil.iter_modules(numtok.__path__):
-        if info.name != "__main__":
-            importlib.import_module(f"numtok.{info.name}")
+    assert len(list(_every_module())) > 20
     assert callable(numtok.pretokenize) and numtok.pretokenize.__module__ == "numtok.pretokenizers"
     for name in numtok.__all__:
         assert getattr(numtok, name) is not None
@@ -22,3 +27,13 @@ def test_import_is_lazy():
     code = "import sys, numtok; print('numba' in sys.modules, 'regex' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_docstring_examples_of_every_module():
+    """Every ``>>>`` example in the package runs and prints what its docstring says."""
+    attempted = 0
+    for module in _every_module():
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, module.__name__
+        attempted += result.attempted
+    assert attempted > 30

@@ -27,10 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from numtok import _intrinsics, _scanners, _unicode
-from numtok._text import char_to_byte_offsets, utf8_bytes
-from numtok.patterns import NAMED_PATTERNS
-from numtok.pretokenizers import pretokenize, split_bytes
+from numtok._native import intrinsics as _intrinsics
+from numtok._native.utf8 import char_to_byte_offsets, utf8_bytes
+from numtok.pretokenizers import _scanners, _unicode, pretokenize, split_bytes
+from numtok.pretokenizers.patterns import NAMED_PATTERNS
 
 NAMES = ["gpt2", "r50k", "cl100k", "o200k"]
 SAMPLE = Path(__file__).parent / "data" / "sample_mixed.txt"
@@ -46,7 +46,7 @@ PROPS = {"L": r"\p{L}", "N": r"\p{N}", "s": r"\s", "Lu": r"\p{Lu}", "Ll": r"\p{L
          "Lm": r"\p{Lm}", "Lo": r"\p{Lo}", "M": r"\p{M}"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def regex_differences() -> dict[str, tuple[tuple[int, int], ...]]:
     """Per property, the code-point ranges where our flags and the installed regex disagree."""
     ours = _unicode.decode_categories(_unicode.class_table())
@@ -66,7 +66,7 @@ def regex_differences() -> dict[str, tuple[tuple[int, int], ...]]:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def differing_code_points() -> frozenset:
     return frozenset(cp for ranges in regex_differences().values() for a, b in ranges for cp in range(a, b + 1))
 

@@ -1,4 +1,4 @@
-"""Batch texts read straight from the str objects (``numtok._pystr``): the kernels must agree
+"""Batch texts read straight from the str objects (``numtok._native.pystr``): the kernels must agree
 with ``len`` and ``str.encode`` on every kind of str, refuse everything else, and the batch
 encoder must give the same ids whichever way a block was read."""
 
@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import numtok
-from numtok import _pystr
-from numtok import tokenizer as tokenizer_module
+from numtok._native import pystr as _pystr
+from numtok.encode import batch as batch_module
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -34,6 +34,21 @@ def test_layout_is_found_on_cpython():
         pytest.skip("CPython only")
     assert _pystr.layout() is not None
 
+
+
+def test_layout_is_found_after_shared_strs_cached_their_utf8():
+    """Other code may make CPython cache the UTF-8 of a shared str such as "\xe9" (getsizeof then
+    counts it); the probe must not depend on that."""
+    if sys.implementation.name != "cpython":
+        pytest.skip("CPython only")
+    import ctypes
+
+    as_utf8 = ctypes.pythonapi.PyUnicode_AsUTF8
+    as_utf8.restype, as_utf8.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    for shared in ("\xe9", "", "a"):
+        as_utf8(shared)
+    _pystr.layout.cache_clear()
+    assert _pystr.layout() is not None
 
 @SETTINGS
 @given(TEXTS, st.data())
@@ -69,7 +84,7 @@ def test_batch_ids_do_not_depend_on_how_blocks_were_read(monkeypatch):
     texts = ["hello world", "caf\xe9 \u4e2d\u6587 \U0001f600", "", "x" * 300, "a\ud800b", "<|endo", "ftext|> ok"]
     texts = texts * 40 + [StrSubclass("a subclass, read by the slow path")]
     singles = [enc.encode(t).tolist() for t in texts]
-    monkeypatch.setattr(tokenizer_module, "_BLOCK_CHARS", 500)  # many blocks, some without a fallback
+    monkeypatch.setattr(batch_module, "BLOCK_CHARS", 500)  # many blocks, some without a fallback
     for threads in (1, 2):
         assert enc.encode_batch(texts, num_threads=threads).to_list() == singles
         assert enc.encode_batch(texts[:-1], num_threads=threads).to_list() == singles[:-1]
@@ -80,7 +95,7 @@ def test_batch_ids_do_not_depend_on_how_blocks_were_read(monkeypatch):
 
 def test_batch_special_tokens_found_in_directly_read_blocks(monkeypatch):
     enc = numtok.load("cl100k_base")
-    monkeypatch.setattr(tokenizer_module, "_BLOCK_CHARS", 50)
+    monkeypatch.setattr(batch_module, "BLOCK_CHARS", 50)
     texts = ["plain text " * 3] * 20 + ["x <|endoftext|> y"] + ["more plain text"] * 20
     with pytest.raises(ValueError, match="<\\|endoftext\\|>"):
         enc.encode_batch(texts, num_threads=2)

@@ -8,15 +8,15 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hf_reference import hf_train, numtok_as_hf
+from hypothesis import given
+from hypothesis import strategies as st
+from naive_bpe import pretokenize_naive, train_naive
 
 import numtok
-from numtok.patterns import NAMED_PATTERNS
-from numtok.trainer import byte_level_order
-from numtok.words import WordCounter
-
-from hf_reference import hf_train, numtok_as_hf
-from naive_bpe import pretokenize_naive, train_naive
+from numtok.pretokenizers.patterns import NAMED_PATTERNS
+from numtok.train.trainer import byte_level_order
+from numtok.train.words import WordCounter
 
 BYTES = [bytes([b]) for b in byte_level_order().tolist()]
 
@@ -176,7 +176,7 @@ def test_txt_jsonl_and_gzip_sources_agree(tmp_path, sample_lines):
 
 
 def test_chunked_two_thread_counting_is_exact(sample_text):
-    from numtok import trainer
+    from numtok.train import trainer
 
     opts = trainer._Options.check(300)
     lines = sample_text.splitlines(keepends=True)

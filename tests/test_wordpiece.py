@@ -3,21 +3,19 @@ id-for-id parity with Hugging Face ``tokenizers`` on BERT."""
 
 from __future__ import annotations
 
-import doctest
 import gzip
 import json
 import re
 from pathlib import Path
 
+import naive_wordpiece as naive
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import naive_wordpiece as naive
 import numtok
-from numtok import bert
-from numtok.wordpiece import WordPiece
+from numtok.wordpiece import WordPiece, bert
 
 REF = Path(__file__).resolve().parents[2] / "shared" / "ref"
 BERT_JSON = REF / "bert_uncased_tokenizer.json"
@@ -160,7 +158,7 @@ def test_trainer_matches_oracle_on_real_text(sample_text, pre_tokenizer, lo, ext
 
 
 def test_word_counting_matches_hf_pre_tokenizer(sample_lines):
-    from numtok.wordpiece import _words_from_source
+    from numtok.wordpiece.trainer import _words_from_source
 
     for pre_tokenizer in ("bert", "whitespace"):
         cps, starts, freqs = _words_from_source(sample_lines, bert.pre_tokenizer_mode(pre_tokenizer), [], False)
@@ -373,12 +371,6 @@ def test_encode_returns_int32_and_empty():
 def test_decode_round_trip_on_known_words():
     wp = numtok.train_wordpiece(COURSE_CORPUS, 70)
     assert wp.decode(wp.encode("This is the Hugging Face course.")) == "This is the Hugging Face course."
-
-
-def test_doctests():
-    for module in (numtok.wordpiece, bert):
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-        assert result.failed == 0 and result.attempted > 0
 
 
 # ----------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 """Generate ``src/numtok/data/unicode_classes.npz``: the code-point class table of the scanners.
 
 The table holds one uint8 of bit flags for every code point U+0000..U+10FFFF (the bits are
-documented in ``numtok._unicode``). It is built from the Unicode Character Database:
+documented in ``numtok.pretokenizers._unicode``). It is built from the Unicode Character Database:
 ``unicodedata2`` when installed (a generation-time tool only, never a runtime dependency of
 numtok), else the standard library's ``unicodedata``. ``\\s`` is the White_Space property,
 which is what the ``regex`` module's ``\\s`` matches on str patterns.
@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "src" / "numtok" / "data" / "unicode_classes.npz"
 sys.path.insert(0, str(REPO / "src"))
 
-from numtok._unicode import (  # noqa: E402  (the bit values live in one place)
+from numtok.pretokenizers._unicode import (  # noqa: E402  (the bit values live in one place)
     BIT_CRLF,
     BIT_L,
     BIT_N,
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
                 print(f"  {name}: " + ", ".join(f"{a:04X}..{b:04X}" if a != b else f"{a:04X}" for a, b in rs))
 
     if args.check:
-        from numtok._unicode import _read_table
+        from numtok.pretokenizers._unicode import _read_table
 
         shipped, shipped_version = _read_table(args.out)
         same = np.array_equal(shipped, flags) and shipped_version == version

@@ -36,7 +36,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ._threads import usable_cores
+from ._native.threads import usable_cores
 
 __all__ = ["main"]
 
@@ -266,7 +266,9 @@ def _say(args, text: str) -> None:
 
 def load_tokenizer(spec: str):
     """A Tokenizer from a bundled name, a tokenizer.json, a .tiktoken file or a directory."""
-    from . import formats, registry
+    from .encode import registry
+    from .encode.tokenizer import Tokenizer
+    from .io.tiktoken_file import sidecar_arguments
 
     if spec in registry.list_encodings():
         return registry.load(spec)
@@ -280,13 +282,13 @@ def load_tokenizer(spec: str):
             return load_tokenizer(os.path.join(spec, "tokenizer.json"))
         vocab, merges = os.path.join(spec, "vocab.json"), os.path.join(spec, "merges.txt")
         if os.path.isfile(vocab) and os.path.isfile(merges):
-            return _readable(formats.load_gpt2, spec, vocab, merges)
+            return _readable(Tokenizer.from_gpt2, spec, vocab, merges)
         raise UserError(f"{spec}: directory has neither tokenizer.json nor vocab.json + merges.txt")
     with open(spec, "rb") as f:
         head = f.read(64)
     if head.lstrip()[:1] == b"{":
-        return _readable(formats.load_hf_json, spec, spec)
-    return _readable(formats.load_tiktoken, spec, spec)
+        return _readable(Tokenizer.from_file, spec, spec)
+    return _readable(lambda path: Tokenizer.from_tiktoken(path, **sidecar_arguments(path)), spec, spec)
 
 
 def _readable(loader, spec, *args):
@@ -359,7 +361,8 @@ def _save(tok, output: str, fmt: str) -> None:
 def cmd_train(args) -> int:
     import inspect
 
-    from . import patterns, trainer
+    from .pretokenizers import patterns
+    from .train import trainer
 
     _check_inputs(args.files)
     fmt = _infer_format(args.output, args.format)
@@ -386,7 +389,7 @@ def cmd_train(args) -> int:
 def _training_sequences(files: list[str], field: str) -> Iterator[str]:
     """What the trainer reads from paths: .jsonl records' ``field``, .txt lines (with their
     line endings)."""
-    from .sources import _open_binary
+    from .io.sources import _open_binary
 
     for path in files:
         inner = path[:-3] if path.endswith(".gz") else path
@@ -460,7 +463,7 @@ _JSONL_ERRORS = {
 
 
 def _jsonl_segments(path: str, field: str, base: int) -> Iterator[_Segment]:
-    from .sources import JsonlRecordError, _open_binary, _raw_position, iter_jsonl_texts
+    from .io.sources import JsonlRecordError, _open_binary, _raw_position, iter_jsonl_texts
 
     with _open_binary(path) as f:
         try:
@@ -472,7 +475,7 @@ def _jsonl_segments(path: str, field: str, base: int) -> Iterator[_Segment]:
 
 
 def _line_segments(path: str, base: int, per_line: bool) -> Iterator[_Segment]:
-    from .sources import _open_binary, _raw_position
+    from .io.sources import _open_binary, _raw_position
 
     offset = 0
     with _open_binary(path) as f:
@@ -510,7 +513,7 @@ def _safe_cut(block: bytes, lo: int) -> int:
 
 
 def _file_segments(path: str, base: int, cut: bool, chunk_bytes: int) -> Iterator[_Segment]:
-    from .sources import _open_binary, _raw_position
+    from .io.sources import _open_binary, _raw_position
 
     offset = 0
     carry = b""
@@ -545,7 +548,7 @@ def _npy_header(dtype: np.dtype, n: int) -> bytes:
 
 
 def _cut_allowed(tok, allow_special: bool) -> bool:
-    from .patterns import NAMED_PATTERNS
+    from .pretokenizers.patterns import NAMED_PATTERNS
 
     if tok.pattern not in NAMED_PATTERNS:
         return False  # a custom regex: no cut is known to be safe, each document is read whole
@@ -566,7 +569,7 @@ def cmd_encode(args) -> int:
     total = sum(os.path.getsize(p) for p in args.files)
     npy = args.output.endswith(".npy")
 
-    from ._atomic import atomic_write
+    from .io.atomic import atomic_write
     from .progress import Progress
 
     def encode(texts: list[str]):
@@ -705,7 +708,7 @@ def cmd_decode(args) -> int:
     to_stdout = args.output == "-"
     if not to_stdout:
         _check_output_dir(args.output)
-    from ._atomic import atomic_write
+    from .io.atomic import atomic_write
 
     step = 1 << 20
     try:
@@ -749,7 +752,7 @@ def _token_repr(b: bytes) -> str:
 
 def tokenizer_info(tok, top: int = 10) -> dict:
     """The facts ``numtok info`` prints."""
-    from .patterns import NAMED_PATTERNS
+    from .pretokenizers.patterns import NAMED_PATTERNS
 
     specials = tok.special_tokens
     special_ids = set(specials.values())
@@ -815,8 +818,8 @@ _DEMO_SENTENCES = [
 
 
 def cmd_demo(args) -> int:
-    from .registry import DATA_DIR
-    from .trainer import train_bpe
+    from .encode.registry import DATA_DIR
+    from .train.trainer import train_bpe
 
     path = os.path.join(DATA_DIR, _DEMO_TEXT)
     if not os.path.isfile(path):

@@ -23,12 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _encode_kernels
-from .tokenizer import Tokenizer, _parse_ranks, _read_rank_file, read_tiktoken_ranks
+from ..io.tiktoken_file import parse_ranks, read_rank_file, read_tiktoken_ranks
+from . import _kernels as _encode_kernels
+from . import tables
+from .tokenizer import Tokenizer
 
 __all__ = ["load", "list_encodings", "read_tiktoken_ranks", "DATA_DIR"]
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 ENDOFTEXT = "<|endoftext|>"
 FIM_PREFIX = "<|fim_prefix|>"
@@ -135,7 +137,7 @@ def load(name: str) -> Tokenizer:
             tok = _build(name, spec)
             if spec.n_vocab is not None and tok.n_vocab != spec.n_vocab:
                 raise ValueError(f"{name}: expected n_vocab {spec.n_vocab}, got {tok.n_vocab}")
-            tok._registry_name = name
+            tok._pickle_by_name = (load, (name,))
             _LOADED[name] = tok
     return tok
 
@@ -151,7 +153,7 @@ def _build(name: str, spec: _Encoding) -> Tokenizer:
             pass
     flat, off, ranks = _ranks(spec.ranks)
     tok = Tokenizer._from_arrays(flat, off[:-1], off[1:] - off[:-1], ranks, **options)
-    _write_table_cache(path, tok._table_state())
+    _write_table_cache(path, tables.table_state(tok))
     return tok
 
 
@@ -232,7 +234,7 @@ def _write_table_cache(path: Path | None, state: dict) -> None:
 def rank_file_content(ranks: str) -> bytes:
     """The exact (decompressed, sha256-checked) content of a shipped rank file."""
     spec = _RANK_FILES[ranks]
-    content = b"".join(_read_rank_file(DATA_DIR / part) for part in spec.parts)
+    content = b"".join(read_rank_file(DATA_DIR / part) for part in spec.parts)
     digest = hashlib.sha256(content).hexdigest()
     if digest != spec.sha256:
         raise ValueError(f"{DATA_DIR / spec.parts[-1]}: sha256 {digest} does not match the official {spec.sha256} of {ranks}")
@@ -243,6 +245,6 @@ def _ranks(ranks: str):
     cached = _RANKS.get(ranks)
     if cached is None:
         spec = _RANK_FILES[ranks]
-        cached = _parse_ranks(rank_file_content(ranks), DATA_DIR / spec.parts[-1], check_tokens=False)
+        cached = parse_ranks(rank_file_content(ranks), DATA_DIR / spec.parts[-1], check_tokens=False)
         _RANKS[ranks] = cached
     return cached

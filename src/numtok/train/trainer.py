@@ -14,14 +14,14 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from . import _bpe_kernels
-from .formats import _CHAR_TO_BYTE, bytes_to_unicode
-from .patterns import resolve_pattern
-from .pretokenizers import split_bytes
-from .progress import Progress
-from .sources import iter_chunks, source_size
+from .._native.threads import usable_cores
+from ..io.byte_level import CHAR_TO_BYTE, bytes_to_unicode
+from ..io.sources import iter_chunks, source_size
+from ..pretokenizers import split_bytes
+from ..pretokenizers.patterns import resolve_pattern
+from ..progress import Progress
+from . import _kernels as _bpe_kernels
 from .words import WordCounter
-from ._threads import usable_cores
 
 __all__ = ["train_bpe", "train_bpe_from_counts", "byte_level_order"]
 
@@ -148,6 +148,19 @@ def train_bpe_from_counts(counts: Mapping, vocab_size: int, **options):
 class _Options:
     """Validated training options."""
 
+    vocab_size: int
+    pattern: str
+    pattern_name: str | None
+    pattern_string: str
+    special_tokens: list[str]
+    unk_token: str | None
+    min_frequency: int
+    max_token_length: int | None
+    tie_break: str
+    alphabet: str
+    units: str
+    end_of_word: str | None
+
     @classmethod
     def check(cls, vocab_size, pattern="gpt2", special_tokens=(), min_frequency=0, max_token_length=None,
               tie_break="hf", alphabet="bytes", units="bytes", unk_token=None, end_of_word=None):
@@ -216,7 +229,7 @@ def _count_words(source, options: _Options, show_progress, num_threads, field: s
         counters[k].add_spans(data, spans, base)
 
     with ThreadPoolExecutor(threads) as pool:
-        pending = []
+        pending: list = []
         for chunk in iter_chunks(source, special_tokens=options.special_tokens, field=field):
             for future in pending:  # the previous chunk; reading this one overlapped with it
                 future.result()
@@ -278,9 +291,9 @@ def _symbolize(counter: WordCounter, options: _Options):
         seen = [bytes([b]) for b in np.flatnonzero(present).tolist()]
         alphabet = _alphabet(options, seen)
         byte_to_id = np.full(256, -1, dtype=np.int32)
-        for i, sym in enumerate(alphabet):
-            if len(sym) == 1:
-                byte_to_id[sym[0]] = k + i
+        for i, symbol in enumerate(alphabet):
+            if len(symbol) == 1:
+                byte_to_id[symbol[0]] = k + i
         sym = byte_to_id[store]
     else:
         # Characters: decode the store once; a word's char offset = lead bytes before it.
@@ -312,7 +325,7 @@ def _symbolize(counter: WordCounter, options: _Options):
 def _train_from_counter(holder: list, options: _Options, show_progress, started: float, corpus_bytes: int):
     """Learn from the counter in ``holder`` (taken out of it, so its memory is freed once the
     words are symbolized) and build the Tokenizer."""
-    from .tokenizer import Tokenizer
+    from ..encode.tokenizer import Tokenizer
 
     unique_words = holder[0].n_words
     merges, token_bytes, counters = _learn(holder, options, show_progress)
@@ -358,7 +371,7 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
             f"({len(alphabet)} alphabet symbols + {k} special tokens)"
         )
     if options.tie_break == "first-seen":
-        order = np.argsort(firsts, kind="stable")
+        order = np.argsort(firsts, kind="stable")  # type: ignore[arg-type]
         w_start, w_len, w_freq = w_start[order], w_len[order], w_freq[order]
     keep = w_len >= 2  # a single symbol holds no pair
     w_start, w_len, w_freq = w_start[keep], w_len[keep].copy(), w_freq[keep]
@@ -422,7 +435,7 @@ def _as_symbols(tok: str, options: _Options, symbol_id: dict) -> list[int]:
         if options.alphabet == "bytes":
             # HF compares ByteLevel strings: a special token is rebuilt by merges only if each
             # of its characters is a ByteLevel character (then its bytes are those chars' bytes).
-            inverse = _CHAR_TO_BYTE  # ByteLevel character -> byte
+            inverse = CHAR_TO_BYTE  # ByteLevel character -> byte
             if all(c in inverse for c in tok):
                 return [symbol_id[bytes([inverse[c]])] for c in tok]
             return []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._text import char_to_byte_offsets, utf8_bytes
+from .._native.utf8 import char_to_byte_offsets, utf8_bytes
 from .patterns import compile_pattern, resolve_pattern
 
 __all__ = ["pretokenize", "split_bytes"]
@@ -21,7 +21,7 @@ def pretokenize(text: str, pattern: str = "gpt2") -> np.ndarray:
 
     For a named pattern the spans equal ``regex.finditer(<pattern>, text)`` converted to byte
     offsets, for every input. Lone surrogates are replaced by U+FFFD first (as tiktoken does),
-    so offsets refer to ``numtok._text.utf8_bytes(text)``.
+    so offsets refer to ``numtok._native.utf8.utf8_bytes(text)``.
 
     >>> pretokenize("Hello world!", "cl100k").tolist()
     [[0, 5], [5, 11], [11, 12]]

@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ._intrinsics import address_view, load_u64, narrow_ascii32, str_data_address
+from .intrinsics import address_view, load_u64, narrow_ascii32, str_data_address
 
 
 def utf8_bytes(text: str) -> bytes:
@@ -84,7 +84,7 @@ def utf8_error_offset(data: np.ndarray) -> int:
 
 # ---------------------------------------------------------------------------------------------
 # str -> UTF-8 without the GIL: a kernel reads CPython's own buffer (1, 2 or 4 bytes per
-# character), of one long str here and of each text of a batch in ``_pystr``, so threads
+# character), of one long str here and of each text of a batch in ``pystr``, so threads
 # convert in parallel instead of waiting for the one that holds the GIL to run ``str.encode``.
 
 @njit(cache=True, nogil=True)

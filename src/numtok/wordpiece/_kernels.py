@@ -55,8 +55,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._heap import sift_down, sift_up
-from .bert import F_CJK, F_CONTROL, F_MARK, F_PUNCT, F_SPACE, F_SPLIT
+from ..train._heap import sift_down, sift_up
+
+# Flag bits of the per-code-point class table.
+F_CONTROL = 1  # dropped by clean_text
+F_SPACE = 2  # becomes " " under clean_text
+F_SPLIT = 4  # whitespace for the pre-tokenizers (Rust char::is_whitespace)
+F_PUNCT = 8  # isolated by the BERT pre-tokenizer
+F_CJK = 16  # padded with spaces by handle_chinese_chars
+F_MARK = 32  # nonspacing mark, dropped by strip_accents after NFD
 
 MODE_BERT = 0
 MODE_WHITESPACE = 1

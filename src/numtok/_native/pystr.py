@@ -29,8 +29,8 @@ import sys
 import numpy as np
 from numba import njit
 
-from ._intrinsics import address_view
-from ._text import padded_prefix, units_to_utf8_at, utf8_bound_of_kind, worst_case_buffer
+from .intrinsics import address_view
+from .utf8 import padded_prefix, units_to_utf8_at, utf8_bound_of_kind, worst_case_buffer
 
 # Fields of the layout array.
 _TYPE = 0  # offset of an object's type pointer (ob_type)
@@ -235,8 +235,11 @@ def _probe() -> np.ndarray | None:
     len_off = next((o for o in range(type_off + 8, 96, 8) if all(word(id(s) + o) == len(s) for s in samples)), None)
     if len_off is None:
         return None
-    ascii_data = sys.getsizeof("") - 1  # header + the terminating NUL
-    compact_data = sys.getsizeof("\xe9") - 2
+    # Header sizes from fresh strs: a shared one ("" or "\xe9") may carry a cached UTF-8 copy,
+    # which getsizeof counts too.
+    fresh_ascii, fresh_latin1 = "".join(["ab", "c"]), "".join(["ab", "\xe9"])
+    ascii_data = sys.getsizeof(fresh_ascii) - len(fresh_ascii) - 1  # header + the terminating NUL
+    compact_data = sys.getsizeof(fresh_latin1) - len(fresh_latin1) - 1
     for s, kind, codec in zip(samples, kinds, codecs):
         start = ascii_data if s.isascii() else compact_data
         if ctypes.string_at(id(s) + start, kind * len(s)) != s.encode(codec):

@@ -68,10 +68,10 @@ def resolve_pattern(pattern: str) -> tuple[str | None, str]:
     return None, pattern
 
 
-_COMPILED: dict[str, "regex.Pattern[str]"] = {}
+_COMPILED: dict[str, regex.Pattern[str]] = {}
 
 
-def compile_pattern(pattern_string: str) -> "regex.Pattern[str]":
+def compile_pattern(pattern_string: str) -> regex.Pattern[str]:
     """Compile (and cache) a regex string; an invalid one raises ValueError with the reason."""
     compiled = _COMPILED.get(pattern_string)
     if compiled is None:

@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._native.intrinsics import prefetch
 from ._heap import sift_down, sift_up
-from ._intrinsics import prefetch
 
 # Columns of a word row (start in sym, live length, frequency): one row per word, so visiting a
 # posting costs one cache miss for the row and one for the symbols.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 
@@ -11,3 +12,9 @@ def usable_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # pragma: no cover (not Linux)
         return max(1, os.cpu_count() or 1)
+
+
+@functools.lru_cache(maxsize=1)
+def cores_at_start() -> int:
+    """:func:`usable_cores` once per process (a system call is too much for every short call)."""
+    return usable_cores()

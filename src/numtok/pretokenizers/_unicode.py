@@ -1,4 +1,4 @@
-"""The code-point class table used by the pre-tokenizer scanners (``numtok._scanners``).
+"""The code-point class table used by the pre-tokenizer scanners (``_scanners``).
 
 ``class_table()`` returns a uint8 array with one entry per code point U+0000..U+10FFFF; each
 entry is a set of bit flags:
@@ -42,7 +42,7 @@ Bytes that are not valid UTF-8 (the scanners never fail on them) are each treate
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -59,7 +59,7 @@ BIT_X = 32
 BIT_CRLF = 64
 BIT_O = 128
 
-_TABLE_PATH = os.path.join(os.path.dirname(__file__), "data", "unicode_classes.npz")
+_TABLE_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "unicode_classes.npz")
 
 
 def _read_table(path) -> tuple[np.ndarray, str]:
@@ -75,7 +75,7 @@ def _read_table(path) -> tuple[np.ndarray, str]:
     return flags, version
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load() -> tuple[np.ndarray, str]:
     flags, version = _read_table(_TABLE_PATH)
     flags.setflags(write=False)

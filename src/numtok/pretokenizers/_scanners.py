@@ -1,9 +1,9 @@
 """Numba scanners for the named pre-tokenization patterns.
 
 Each scanner walks UTF-8 bytes and yields exactly the pieces ``regex.finditer`` yields for the
-pattern (``numtok.patterns``): one hand-written decision per start position, worked out from
+pattern (``numtok.pretokenizers.patterns``): one hand-written decision per start position, worked out from
 the pattern's alternatives and backtracking order (below), proved against ``regex`` by
-``tests/test_pretokenize.py``. Classes come from ``numtok._unicode`` (ASCII bytes index the
+``tests/test_pretokenize.py``. Classes come from ``_unicode`` (ASCII bytes index the
 same table directly; other characters are decoded on the fly).
 
 Notation: L = \\p{L}, N = \\p{N}, S = \\s, O = [^\\s\\p{L}\\p{N}] (includes \\p{M}), "run" = the
@@ -35,7 +35,7 @@ o200k (U = [Lu Lt Lm Lo M], W = [Ll Lm Lo M], P = [^\\r\\n\\p{L}\\p{N}], C = (?i
     its last \\r/\\n (before the end-of-text rule: o200k has no ``\\s++$``); A6/A7 as gpt2 rule 3.
 
 Speed: every kernel keeps bit masks of a 64-byte window of text (a-z, A-Z, digits,
-whitespace, non-ASCII, CR/LF, space, "/", "'": SIMD compares, ``_intrinsics.ascii_class_masks64``),
+whitespace, non-ASCII, CR/LF, space, "/", "'": SIMD compares, ``_native.intrinsics.ascii_class_masks64``),
 slid 32 bytes at a time (``_slide_window``), and cuts pieces three ways, fastest first:
 
 1. Plain text (``_plain_gpt2`` / ``_plain_cl100k`` / ``_plain_o200k``: ASCII letters, digits,
@@ -73,10 +73,10 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
-from ._intrinsics import ascii_class_masks32 as _ascii_class_masks32
-from ._intrinsics import ascii_class_masks64 as _ascii_class_masks64
-from ._intrinsics import load_u64 as _load_u64
-from ._threads import usable_cores
+from .._native.intrinsics import ascii_class_masks32 as _ascii_class_masks32
+from .._native.intrinsics import ascii_class_masks64 as _ascii_class_masks64
+from .._native.intrinsics import load_u64 as _load_u64
+from .._native.threads import usable_cores
 from ._unicode import BIT_CRLF, BIT_L, BIT_N, BIT_O, BIT_S, BIT_U, BIT_W, class_table
 
 __all__ = ["has_scanner", "split_named", "scan_whole", "warmup", "SCANNER_NAMES", "SCANNER_IDS"]

@@ -1,28 +1,9 @@
-"""WordPiece: training as in the Hugging Face course, encoding identical to HF ``tokenizers``.
+"""WordPiece encoding: greedy longest-match-first, identical to Hugging Face ``tokenizers``.
 
-Training (:func:`train_wordpiece`) follows the course's WordPiece chapter: words from the
-pre-tokenizer, each split into its first character and ``"##"``-prefixed following
-characters; the vocabulary starts with the special tokens, then every symbol sorted as a
-string; then, repeatedly, the pair with the highest
-
-    score = freq(pair) / (freq(first) * freq(second))
-
-is merged (ties go to the pair seen first: words in first-seen order, positions left to right)
-into ``first + second`` without the second's ``"##"``, until ``vocab_size`` tokens.
-
-Encoding (:class:`WordPiece`) is greedy longest-match-first with the ``"##"`` prefix for
-word-internal pieces; a word with any unmatched position, or longer than
-``max_input_chars_per_word`` (100) characters, is a single ``[UNK]``. Loaded from a BERT
-``tokenizer.json`` (:meth:`WordPiece.from_file`) or ``vocab.txt``
-(:meth:`WordPiece.from_vocab`), it gives the ids HF gives, normalizer and pre-tokenizer included.
-
->>> wp = train_wordpiece({"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}, 15)
->>> wp.merges
-[('##g', '##s', '##gs'), ('h', '##u', 'hu'), ('hu', '##gs', 'hugs')]
->>> wp.tokenize("bugs mug hugs")
-['b', '##u', '##gs', '[UNK]', 'hugs']
->>> wp.encode("bugs").tolist(), wp.decode(wp.encode("pugs pun"))
-([9, 8, 12], 'pugs pun')
+A word with any unmatched position, or longer than ``max_input_chars_per_word`` (100)
+characters, is a single ``[UNK]``. Loaded from a BERT ``tokenizer.json``
+(:meth:`WordPiece.from_file`) or ``vocab.txt`` (:meth:`WordPiece.from_vocab`), it gives the ids
+HF gives, normalizer and pre-tokenizer included.
 """
 
 from __future__ import annotations
@@ -31,14 +12,14 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from . import _wordpiece_kernels as K
+from . import _kernels as K
 from .bert import BertNormalizer, class_table, code_points, lower_table_packed, pre_tokenizer_mode
 
-__all__ = ["WordPiece", "train_wordpiece", "BERT_SPECIAL_TOKENS"]
+__all__ = ["WordPiece", "BERT_SPECIAL_TOKENS"]
 
 BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _NO_LOWER = np.zeros(0, dtype=np.int32)
@@ -60,7 +41,7 @@ class WordPiece:
         unk_token: the token of a word that cannot be matched (must be in ``vocab``).
         prefix: the continuing-subword prefix (``"##"``).
         max_input_chars_per_word: longer words (after normalization) become ``unk_token``.
-        normalizer: a :class:`numtok.bert.BertNormalizer`, or None for none.
+        normalizer: a :class:`numtok.wordpiece.bert.BertNormalizer`, or None for none.
         pre_tokenizer: "bert" (whitespace + isolated punctuation, HF ``BertPreTokenizer``)
             or "whitespace" (HF ``WhitespaceSplit``).
         special_tokens: strings matched in the raw text before anything else (leftmost,
@@ -140,7 +121,7 @@ class WordPiece:
     # construction
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike) -> "WordPiece":
+    def from_file(cls, path: str | os.PathLike) -> WordPiece:
         """Load a HF ``tokenizer.json`` holding a WordPiece model.
 
         Understood: model WordPiece; normalizer BertNormalizer or none; pre-tokenizer
@@ -156,7 +137,7 @@ class WordPiece:
             return cls.from_str(f.read(), source=os.fspath(path))
 
     @classmethod
-    def from_str(cls, text: str, *, source: str = "tokenizer.json") -> "WordPiece":
+    def from_str(cls, text: str, *, source: str = "tokenizer.json") -> WordPiece:
         """Load a HF ``tokenizer.json`` from its text (see :meth:`from_file`)."""
         try:
             d = json.loads(text)
@@ -174,12 +155,13 @@ class WordPiece:
             vocab = {}
         normalizer = _normalizer_from_json(d.get("normalizer"), problems)
         pre = d.get("pre_tokenizer")
-        pre_name = {"BertPreTokenizer": "bert", "WhitespaceSplit": "whitespace"}.get((pre or {}).get("type"))
+        pre_name = {"BertPreTokenizer": "bert", "WhitespaceSplit": "whitespace"}.get(str((pre or {}).get("type")))
         if pre_name is None:
             kind = pre if pre is None else pre.get("type")
             problems.append(f"pre_tokenizer {kind!r} (only BertPreTokenizer, WhitespaceSplit)")
         vocab = dict(vocab)
-        specials, added = [], []
+        specials: list[str] = []
+        added: list[str] = []
         for tok in d.get("added_tokens") or []:
             content, tid = tok.get("content"), tok.get("id")
             bad = [k for k in ("single_word", "lstrip", "rstrip", "normalized") if tok.get(k)]
@@ -204,6 +186,7 @@ class WordPiece:
             cleanup = None
         if problems:
             raise ValueError(f"{source}: numtok's WordPiece cannot represent: " + "; ".join(problems))
+        assert pre_name is not None  # else a problem was listed
         return cls(
             vocab,
             unk_token=model.get("unk_token", "[UNK]"),
@@ -218,7 +201,7 @@ class WordPiece:
         )
 
     @classmethod
-    def from_vocab(cls, path: str | os.PathLike, lowercase: bool = True, **options) -> "WordPiece":
+    def from_vocab(cls, path: str | os.PathLike, lowercase: bool = True, **options) -> WordPiece:
         """A BERT tokenizer from a ``vocab.txt`` (one token per line, id = line number), set up
         as HF's ``BertWordPieceTokenizer`` / ``BertTokenizerFast``: BertNormalizer (with
         ``lowercase``), BertPreTokenizer, ``[CLS] ... [SEP]`` template, WordPiece decoder.
@@ -232,8 +215,8 @@ class WordPiece:
                 vocab[line.rstrip()] = i  # HF trims trailing whitespace; a later duplicate wins
         specials = [s for s in BERT_SPECIAL_TOKENS if s in vocab]
         template = ([vocab["[CLS]"]], [vocab["[SEP]"]]) if "[CLS]" in vocab and "[SEP]" in vocab else None
-        kw = dict(normalizer=BertNormalizer(lowercase=lowercase), pre_tokenizer="bert",
-                  special_tokens=specials, template=template)
+        kw: dict[str, Any] = dict(normalizer=BertNormalizer(lowercase=lowercase), pre_tokenizer="bert",
+                                  special_tokens=specials, template=template)
         kw.update(options)
         return cls(vocab, **kw)
 
@@ -321,7 +304,7 @@ class WordPiece:
     def tokenize(self, text: str) -> list[str]:
         """The tokens of ``text`` as strings (no ``[CLS]``/``[SEP]``)."""
         table = self._id_to_token
-        return [table[i] for i in self.encode(text).tolist()]  # type: ignore[misc]
+        return [table[i] for i in self.encode(text).tolist()]
 
     def _segments(self, text: str) -> tuple[list[str], list[int]]:
         """Cut the special tokens out of ``text``: segments with -1, specials with their id."""
@@ -404,7 +387,7 @@ class WordPiece:
                 firsts.append(first.encode("utf-8", "surrogatepass"))
                 rests.append(rest.encode("utf-8", "surrogatepass"))
             valid = np.array([t is not None for t in self._id_to_token], dtype=bool)
-            self._decode_tables = (*_pack(firsts), *_pack(rests), valid)
+            self._decode_tables = (*pack_tokens(firsts), *pack_tokens(rests), valid)
         return self._decode_tables
 
     # ------------------------------------------------------------------------------------------
@@ -457,7 +440,7 @@ def _cleanup(s: str) -> str:
     return s
 
 
-def _pack(parts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+def pack_tokens(parts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     off = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)), out=off[1:])
     return np.frombuffer(b"".join(parts), dtype=np.uint8), off
@@ -485,7 +468,9 @@ def _template_from_json(d, vocab: dict, problems: list[str]):
         (_, sep_id), (_, cls_id) = d.get("sep", ("[SEP]", 102)), d.get("cls", ("[CLS]", 101))
         return [cls_id], [sep_id]
     if kind == "TemplateProcessing":
-        before, after, seen_a = [], [], False
+        before: list[int] = []
+        after: list[int] = []
+        seen_a = False
         for item in d.get("single", []):
             if "Sequence" in item:
                 if item["Sequence"].get("id") != "A" or seen_a:
@@ -503,170 +488,3 @@ def _template_from_json(d, vocab: dict, problems: list[str]):
         return before, after
     problems.append(f"post_processor {kind!r} (only TemplateProcessing, BertProcessing)")
     return None
-
-
-# ----------------------------------------------------------------------------------------------
-# training
-
-
-def train_wordpiece(
-    source_or_counts,
-    vocab_size: int,
-    *,
-    special_tokens: Iterable[str] = BERT_SPECIAL_TOKENS,
-    prefix: str = "##",
-    pre_tokenizer: str = "bert",
-    unk_token: str = "[UNK]",
-    show_progress: bool | None = None,
-) -> WordPiece:
-    """Train a WordPiece vocabulary the way the Hugging Face course's WordPiece chapter does.
-
-    The score of a pair is ``freq(pair) / (freq(first) * freq(second))`` with frequencies
-    recomputed after every merge; the best score wins, ties go to the pair seen first (words
-    in first-seen order, positions left to right), and the merged token is ``first + second``
-    without the second's prefix. Ids: special tokens, then the alphabet (every first
-    character and every ``prefix + following character``) sorted as strings, then the merges
-    in order.
-
-    The course's prose about its hug/pug/pun/bun/hugs example says ``("hu", "##g")`` is merged
-    third, "both at 1/15"; by its own formula ``("hu", "##g")`` scores 10/225 while
-    ``("hu", "##gs")`` scores 5/75 = 1/15, so numtok (and the course's code) merges
-    ``("hu", "##gs") -> "hugs"`` third:
-
-    >>> wp = train_wordpiece({"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}, 15)
-    >>> [m[2] for m in wp.merges]
-    ['##gs', 'hu', 'hugs']
-
-    A merge whose string is already a token (possible with literal ``#`` characters under the
-    "whitespace" pre-tokenizer) re-uses that token's id; the course's loop would append a
-    duplicate entry to its vocabulary list. Training stops early when no pair is left.
-
-    Args:
-        source_or_counts: a mapping ``{word: count}`` (words are used as they are, in the
-            mapping's order), or an iterable of str (each one sequence), or a path / list of
-            paths (``.txt``: each line one sequence; ``.jsonl``: the "text" field; ``.gz``).
-        vocab_size: the number of tokens wanted, special tokens included.
-        special_tokens: the first ids, in order; where they occur in the training text they
-            are cut out (and at encoding time they are matched in the text).
-        prefix: the continuing-subword prefix.
-        pre_tokenizer: "bert" (split on whitespace, isolate punctuation; no normalization,
-            like the course's use of ``bert-base-cased``'s pre-tokenizer) or "whitespace".
-        unk_token: the token for unmatched words; must be one of ``special_tokens``.
-        show_progress: a progress bar for reading the corpus (default: when stderr is a terminal).
-
-    Returns:
-        A :class:`WordPiece` (no normalizer, the same pre-tokenizer, ``[CLS] ... [SEP]``
-        template when both are special tokens) whose ``merges`` lists the merges learned.
-
-    Raises:
-        ValueError: vocab_size smaller than the special tokens plus the alphabet (the message
-            gives the minimum), empty corpus, unknown pre_tokenizer, bad counts.
-        TypeError: a source that is neither a mapping, an iterable of str nor a path.
-    """
-    mode = pre_tokenizer_mode(pre_tokenizer)
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)) or vocab_size < 1:
-        raise ValueError(f"vocab_size must be a positive int, not {vocab_size!r}")
-    if isinstance(special_tokens, str):
-        raise TypeError("special_tokens must be a sequence of str, not a str")
-    specials = list(dict.fromkeys(special_tokens))
-    for s in specials:
-        if not isinstance(s, str) or not s:
-            raise ValueError(f"special tokens must be non-empty strings, not {s!r}")
-    if unk_token not in specials:
-        raise ValueError(f"unk_token {unk_token!r} must be one of special_tokens {specials!r}")
-    if not isinstance(prefix, str):
-        raise TypeError("prefix must be a str")
-
-    if isinstance(source_or_counts, Mapping):
-        cps, starts, freqs = _words_from_counts(source_or_counts)
-    else:
-        cps, starts, freqs = _words_from_source(source_or_counts, mode, specials, show_progress)
-    if len(freqs) == 0:
-        raise ValueError("empty corpus: no words to train on")
-
-    # alphabet: first characters, and the prefixed following characters, sorted as strings
-    is_first = np.zeros(len(cps), dtype=bool)
-    is_first[starts[:-1]] = True
-    firsts = np.unique(cps[is_first])
-    inners = np.unique(cps[~is_first])
-    first_str = [chr(c) for c in firsts.tolist()]
-    inner_str = [prefix + chr(c) for c in inners.tolist()]
-    tokens = list(specials)
-    index = {t: i for i, t in enumerate(tokens)}
-    for s in sorted(set(first_str) | set(inner_str)):
-        if s not in index:
-            index[s] = len(tokens)
-            tokens.append(s)
-    if vocab_size < len(tokens):
-        raise ValueError(
-            f"vocab_size {vocab_size} is too small: the {len(specials)} special tokens and the "
-            f"{len(tokens) - len(specials)}-symbol alphabet already take {len(tokens)}; the minimum is {len(tokens)}"
-        )
-    first_ids = np.array([index[s] for s in first_str], dtype=np.int32)
-    inner_ids = np.array([index[s] for s in inner_str], dtype=np.int32)
-    sym = np.empty(len(cps), dtype=np.int32)
-    sym[is_first] = first_ids[np.searchsorted(firsts, cps[is_first])]
-    sym[~is_first] = inner_ids[np.searchsorted(inners, cps[~is_first])]
-    encoded = [t.encode("utf-8", "surrogatepass") for t in tokens]
-    tok_bytes, tok_off = _pack(encoded)
-
-    # every merge removes at least one symbol occurrence: no more tokens than that are reachable
-    reachable = min(int(vocab_size), len(tokens) + len(cps) - len(freqs))
-    merges, tok_bytes, tok_off, n_tok = K.train_kernel(
-        sym, starts, freqs, tok_bytes.copy(), tok_off, len(tokens), len(prefix.encode("utf-8")), reachable
-    )
-    raw = tok_bytes.tobytes()
-    all_tokens = tokens + [raw[tok_off[i] : tok_off[i + 1]].decode("utf-8", "surrogatepass")
-                           for i in range(len(tokens), n_tok)]
-    vocab = {t: i for i, t in enumerate(all_tokens)}
-    template = ([vocab["[CLS]"]], [vocab["[SEP]"]]) if "[CLS]" in specials and "[SEP]" in specials else None
-    wp = WordPiece(vocab, unk_token=unk_token, prefix=prefix, pre_tokenizer=pre_tokenizer,
-                   special_tokens=specials, template=template)
-    wp.merges = [(all_tokens[a], all_tokens[b], all_tokens[n]) for a, b, n in merges.tolist()]
-    return wp
-
-
-def _words_from_counts(counts: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    words, freqs = [], []
-    for w, c in counts.items():
-        if not isinstance(w, str):
-            raise TypeError(f"words must be str, not {type(w).__name__}")
-        if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
-            raise TypeError(f"count of {w!r} must be an int, not {type(c).__name__}")
-        if c < 1:
-            raise ValueError(f"count of {w!r} must be >= 1, not {c}")
-        if w:
-            words.append(w)
-            freqs.append(int(c))
-    lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-    starts = np.zeros(len(words) + 1, dtype=np.int64)
-    np.cumsum(lens, out=starts[1:])
-    cps = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
-    return cps, starts, np.array(freqs, dtype=np.int64)
-
-
-def _words_from_source(source, mode: int, specials: list[str], show_progress):
-    """Unique words of a text source: (code points int64, word starts, counts), first-seen order."""
-    from .progress import Progress
-    from .sources import iter_chunks, source_size
-
-    flags = class_table()
-    slots = np.full(1 << 16, -1, dtype=np.int64)
-    w_hash = np.zeros(1 << 15, dtype=np.uint64)
-    w_start = np.zeros(1 << 15, dtype=np.int64)
-    w_len = np.zeros(1 << 15, dtype=np.int64)
-    w_count = np.zeros(1 << 15, dtype=np.int64)
-    store = np.zeros(1 << 20, dtype=np.uint8)
-    sizes = np.zeros(2, dtype=np.int64)
-    progress = Progress("Counting words", total=source_size(source), unit="B", enabled=show_progress)
-    for chunk in iter_chunks(source, special_tokens=specials):
-        slots, w_hash, w_start, w_len, w_count, store = K.count_words_kernel(
-            chunk.data, chunk.docs, flags, mode, slots, w_hash, w_start, w_len, w_count, store, sizes)
-        progress.set(chunk.consumed)
-    progress.close()
-    n_words, used = int(sizes[0]), int(sizes[1])
-    lens = K.utf8_char_counts(store, w_start[:n_words], w_len[:n_words])
-    starts = np.zeros(n_words + 1, dtype=np.int64)
-    np.cumsum(lens, out=starts[1:])
-    cps = np.frombuffer(store[:used].tobytes().decode("utf-8").encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
-    return cps, starts, w_count[:n_words].copy()

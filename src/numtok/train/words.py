@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._intrinsics import load_u64 as _load_u64, prefetch
+from .._native.intrinsics import load_u64 as _load_u64
+from .._native.intrinsics import prefetch
 
 # A table row: the key, the word's index, its count and its first position. Words of up to 7
 # bytes are their own key (bytes packed little-endian, length in the top byte), so the common
@@ -171,7 +172,7 @@ class WordCounter:
         """Count every span of ``data``; ``base_pos`` is data[0]'s position in the corpus."""
         self._insert(data, spans, self._empty64, self._empty64, False, base_pos)
 
-    def merge(self, other: "WordCounter") -> None:
+    def merge(self, other: WordCounter) -> None:
         """Add another counter's words (counts summed, earliest first position kept)."""
         n = other.n_words
         spans = np.stack([other._start[:n], other._start[:n] + other._len[:n]], axis=1)

@@ -19,7 +19,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from ._text import utf8_bytes, utf8_error_offset
+from .._native.utf8 import utf8_bytes, utf8_error_offset
 
 DEFAULT_CHUNK_BYTES = 8 << 20  # bounds memory: a chunk, its line ranges and its spans, twice in flight
 
@@ -249,7 +249,7 @@ def _iter_jsonl_file(path: str, chunk_bytes: int, field: str) -> Iterator[TextCh
         raise ValueError(f"{path}: cannot read: {exc}") from None
 
 
-def _cut_out(data: np.ndarray, docs: np.ndarray, cutter: "re.Pattern[bytes]") -> np.ndarray:
+def _cut_out(data: np.ndarray, docs: np.ndarray, cutter: re.Pattern[bytes]) -> np.ndarray:
     """Remove every match of ``cutter`` from the document ranges (a match ends a sequence)."""
     matches = np.array([m.span() for m in cutter.finditer(data.tobytes())], dtype=np.int64).reshape(-1, 2)
     if not len(matches):

@@ -68,7 +68,7 @@ def str_data_address(typingctx, s):
 def address_view(typingctx, address, n, dtype):
     """The ``n`` elements of ``dtype`` at memory ``address`` as a read-only 1-D array (no
     copy, no checks): how kernels read a str's buffer (``str_data_address``) or objects whose
-    address Python gave them (``_pystr``). Valid only while the owner of that memory keeps it
+    address Python gave them (``pystr``). Valid only while the owner of that memory keeps it
     alive and unchanged."""
     if not (isinstance(address, types.Integer) and isinstance(n, types.Integer) and isinstance(dtype, types.NumberClass)):
         return None

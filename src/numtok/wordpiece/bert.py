@@ -29,7 +29,7 @@ only when a control character sits between two combining marks that both survive
 stripping and have different non-zero combining classes; HF's older normalization tables
 reorder a few post-2019 marks differently anyway.
 
-The hot path is one Numba kernel (``numtok._wordpiece_kernels``) that normalizes,
+The hot path is one Numba kernel (``_kernels``) that normalizes,
 pre-tokenizes and looks words up in a single pass over the code points; this module builds
 its tables and offers the stages on their own:
 
@@ -43,23 +43,17 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
+
+from ._kernels import F_CJK, F_CONTROL, F_MARK, F_PUNCT, F_SPACE, F_SPLIT, normalize_kernel, pre_tokenize_kernel
 
 __all__ = ["BertNormalizer", "pre_tokenize", "PRE_TOKENIZERS", "class_table", "lower_table"]
 
 #: Pre-tokenizers numtok's WordPiece understands: BERT's (whitespace + isolated punctuation)
 #: and a plain whitespace split (HF ``WhitespaceSplit``).
 PRE_TOKENIZERS = ("bert", "whitespace")
-
-# Flag bits of the per-code-point class table.
-F_CONTROL = 1  # dropped by clean_text
-F_SPACE = 2  # becomes " " under clean_text
-F_SPLIT = 4  # whitespace for the pre-tokenizers (Rust char::is_whitespace)
-F_PUNCT = 8  # isolated by the BERT pre-tokenizer
-F_CJK = 16  # padded with spaces by handle_chinese_chars
-F_MARK = 32  # nonspacing mark, dropped by strip_accents after NFD
 
 # Hex code point ranges, read off HF tokenizers 0.23.3 (see the module docstring).
 CONTROL = """
@@ -157,7 +151,7 @@ def _set_flag(table: np.ndarray, spec: str, flag: int) -> None:
         table[lo : hi + 1] |= flag
 
 
-@lru_cache(maxsize=None)
+@cache
 def class_table() -> np.ndarray:
     """uint8 flags (``F_*``) for every code point U+0000..U+10FFFF (built once, ~1 MB).
 
@@ -178,7 +172,7 @@ def class_table() -> np.ndarray:
     return table
 
 
-@lru_cache(maxsize=None)
+@cache
 def lower_table() -> tuple[np.ndarray, np.ndarray]:
     """(int32 map, int32 (k, 3) expansions): the lowercase of each code point.
 
@@ -220,7 +214,7 @@ def lower_table() -> tuple[np.ndarray, np.ndarray]:
     return single, exp
 
 
-@lru_cache(maxsize=None)
+@cache
 def lower_table_packed() -> np.ndarray:
     """``lower_table()`` as one read-only int32 array: the map, then the expansions."""
     single, exp = lower_table()
@@ -286,8 +280,6 @@ class BertNormalizer:
 
     def normalize_str(self, text: str) -> str:
         """Normalize ``text`` (HF ``normalize_str``)."""
-        from ._wordpiece_kernels import normalize_kernel
-
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
         single, exp = lower_table() if self.lowercase else _NO_LOWER
@@ -324,8 +316,6 @@ def pre_tokenize(text: str, pre_tokenizer: str = "bert") -> list[str]:
     >>> pre_tokenize("a-b  c", "whitespace")
     ['a-b', 'c']
     """
-    from ._wordpiece_kernels import pre_tokenize_kernel
-
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
     mode = pre_tokenizer_mode(pre_tokenizer)

@@ -1,0 +1,237 @@
+"""Batches: many texts encoded into one flat id array with offsets (``BatchEncoding``).
+
+Texts are read where CPython keeps them (``_native.pystr``) and written to UTF-8 without the
+GIL; anything that cannot be read so (another interpreter, a str subclass, a non-str, a lone
+surrogate) takes a ``"".join`` per block, which repairs surrogates and names a bad item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import AbstractSet, Literal
+
+import numpy as np
+
+from .._native import pystr as _pystr
+from .._native.threads import usable_cores
+from .buffers import PAD, utf8_of_texts
+from .engine import encode_docs
+from .special import NO_SPECIAL, disallowed_error, segments, special_sets
+
+SpecialSet = AbstractSet[str] | Literal["all"]
+
+# Texts are converted and encoded in blocks of this many characters (their UTF-8 stays
+# cache-sized; several threads take blocks).
+BLOCK_CHARS = 1 << 20
+
+
+class BatchEncoding:
+    """The ids of a batch of texts: one flat int32 array plus int64 offsets.
+
+    ``ids[offsets[i]:offsets[i+1]]`` are the ids of text ``i``.
+
+    >>> import numtok
+    >>> enc = numtok.load("cl100k_base")
+    >>> batch = enc.encode_batch(["hello world", "", "hi"])
+    >>> len(batch), batch.ids.tolist(), batch.offsets.tolist()
+    (3, [15339, 1917, 6151], [0, 2, 2, 3])
+    >>> batch[2].tolist()
+    [6151]
+    >>> batch.to_list()
+    [[15339, 1917], [], [6151]]
+    >>> batch.pad(0).tolist()
+    [[15339, 1917], [0, 0], [6151, 0]]
+    """
+
+    __slots__ = ("ids", "offsets")
+
+    def __init__(self, ids: np.ndarray, offsets: np.ndarray):
+        self.ids = np.asarray(ids, dtype=np.int32)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        if self.offsets.ndim != 1 or len(self.offsets) < 1 or self.offsets[0] != 0 or self.offsets[-1] != len(self.ids):
+            raise ValueError("offsets must start at 0 and end at len(ids)")
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        """The ids of text ``i`` (a view into ``ids``)."""
+        n = len(self)
+        i = int(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"text index out of range for a batch of {n}")
+        return self.ids[self.offsets[i] : self.offsets[i + 1]]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"BatchEncoding(texts={len(self)}, tokens={len(self.ids)})"
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Number of ids of each text (int64)."""
+        return np.diff(self.offsets)
+
+    def to_list(self) -> list[list[int]]:
+        """The ids as a list of lists of Python ints."""
+        flat = self.ids.tolist()
+        bounds = self.offsets.tolist()
+        return [flat[bounds[i] : bounds[i + 1]] for i in range(len(self))]
+
+    def pad(self, pad_id: int, length: int | None = None, *, truncate: bool = False) -> np.ndarray:
+        """A 2-D int32 array (texts x length), each row right-padded with ``pad_id``.
+
+        ``length`` defaults to the longest text. A text longer than ``length`` raises
+        ValueError unless ``truncate=True`` (then it is cut to ``length``).
+
+        >>> BatchEncoding([1, 2, 3], [0, 2, 3]).pad(-1, length=3).tolist()
+        [[1, 2, -1], [3, -1, -1]]
+        """
+        lengths = self.lengths
+        longest = int(lengths.max()) if len(lengths) else 0
+        if length is None:
+            length = longest
+        length = int(length)
+        if length < 0:
+            raise ValueError(f"length must be >= 0, got {length}")
+        if longest > length and not truncate:
+            row = int(np.argmax(lengths > length))
+            raise ValueError(f"text {row} has {int(lengths[row])} ids, more than length={length} (pass truncate=True to cut)")
+        out = np.full((len(self), length), pad_id, dtype=np.int32)
+        kept = np.minimum(lengths, length)
+        rows = np.repeat(np.arange(len(self)), kept)
+        starts = np.repeat(self.offsets[:-1], kept)
+        cols = np.arange(len(rows)) - np.repeat(np.cumsum(kept) - kept, kept)
+        out[rows, cols] = self.ids[starts + cols]
+        return out
+
+
+
+def encode_batch(tok, texts: Iterable[str],
+    *,
+    num_threads: int | None = None,
+    allowed_special: SpecialSet = frozenset(),
+    disallowed_special: SpecialSet = "all",
+) -> BatchEncoding:
+    """Encode many strings (in parallel threads) into one :class:`BatchEncoding`.
+
+    Results equal ``[encode(t) for t in texts]``. ``num_threads`` defaults to the number of
+    usable cores; the kernels release the GIL.
+
+    >>> import numtok
+    >>> batch = numtok.load("cl100k_base").encode_batch(["hello world", "hi"], num_threads=2)
+    >>> batch.to_list()
+    [[15339, 1917], [6151]]
+    """
+    if isinstance(texts, str):
+        raise TypeError("encode_batch takes an iterable of str, not a str")
+    texts = _pystr.as_items(texts)  # a tuple: kernels read its items while it is held
+    threads = usable_cores() if num_threads is None else int(num_threads)
+    if threads < 1:
+        raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+    allowed, disallowed = special_sets(tok, allowed_special, disallowed_special)
+    # Lengths and UTF-8 straight from the str objects, without the GIL, where _pystr can
+    # (exact str items, CPython); otherwise len() and "".join per block, which fail on
+    # anything that is not a str (then the offending text is found).
+    chars = _pystr.lengths(texts)
+    direct = chars is not None
+    if chars is None:
+        try:
+            chars = np.fromiter(map(len, texts), np.int64, len(texts))
+        except TypeError:
+            raise not_str_error(texts) from None
+    args = (tok, texts, chars, allowed, disallowed)
+    encode_block = encode_items if direct else join_and_encode
+    # Blocks of about a million characters: their UTF-8 stays cache-sized.
+    blocks = text_blocks(chars, BLOCK_CHARS)
+    if len(blocks) == 1:
+        ids, ends = encode_block(*args, 0, len(texts), threads)
+    else:
+        if threads == 1:
+            results = [encode_block(*args, a, b, 1) for a, b in blocks]
+        else:
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                results = list(pool.map(lambda ab: encode_block(*args, ab[0], ab[1], 1), blocks))
+        sizes = np.array([len(r[0]) for r in results], dtype=np.int64)
+        bases = np.cumsum(sizes) - sizes
+        ids = np.concatenate([r[0] for r in results])
+        ends = np.concatenate([r[1] + base for r, base in zip(results, bases.tolist())])
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    offsets[1:] = ends
+    return BatchEncoding(ids, offsets)
+
+
+def encode_items(tok, texts, chars, allowed: frozenset, disallowed: frozenset, a: int, b: int, threads: int):
+    """(ids, end offset of each text) of ``texts[a:b]``, their UTF-8 written straight from
+    the str objects without the GIL (see ``_pystr``); what that cannot read (a surrogate,
+    a str subclass, a non-str) takes :func:`join_and_encode`."""
+    converted = _pystr.utf8_of_items(texts, a, b, PAD)
+    if converted is None:
+        return join_and_encode(tok, texts, chars, allowed, disallowed, a, b, threads)
+    return encode_texts(tok, *converted, allowed, disallowed, threads)
+
+
+def join_and_encode(tok, texts, chars, allowed: frozenset, disallowed: frozenset, a: int, b: int, threads: int):
+    """:func:`encode_items` by way of the texts' join (needs the GIL): it names a text
+    that is not a str, and lone surrogates are repaired text by text."""
+    texts = list(texts[a:b])
+    try:
+        joined = "".join(texts)
+    except TypeError:
+        raise not_str_error(texts, a) from None
+    return encode_texts(tok, *utf8_of_texts(joined, texts, chars[a:b]), allowed, disallowed, threads)
+
+
+def encode_texts(tok, data: np.ndarray, lens: np.ndarray, allowed: frozenset, disallowed: frozenset, threads: int):
+    """(ids, end offset of each text) of texts of ``lens`` bytes, one after another in
+    ``data`` (padded): ValueError if one holds a ``disallowed`` special token, ``allowed``
+    ones encoded as their ids. One scan of the UTF-8 (without the GIL) finds whether there
+    is any; only then is each text looked at."""
+    starts = np.cumsum(lens) - lens
+    specials = allowed | disallowed
+    if not specials or not tok._special_lookup.may_contain(data, specials):
+        docs = np.ascontiguousarray(np.stack([starts, starts + lens], axis=1))
+        return encode_docs(tok, data, docs, NO_SPECIAL, threads)
+    raw = data.tobytes()
+    bounds = list(zip(starts.tolist(), (starts + lens).tolist()))
+    if disallowed and tok._special_lookup.may_contain(data, disallowed):
+        finder = tok._special_lookup.regex(disallowed)
+        for start, stop in bounds:  # text by text: a token may straddle two texts
+            m = finder.search(raw, start, stop)
+            if m is not None:
+                raise disallowed_error(m.group().decode("utf-8"))
+    parts = [segments(tok, raw[start:stop], allowed, start) for start, stop in bounds]
+    n_docs = np.fromiter((len(p[0]) for p in parts), dtype=np.int64, count=len(parts))
+    docs = np.ascontiguousarray(np.concatenate([p[0] for p in parts]))
+    doc_special = np.concatenate([p[1] for p in parts])
+    ids, doc_end = encode_docs(tok, data, docs, doc_special, threads)
+    return ids, doc_end[np.cumsum(n_docs) - 1]
+
+
+def not_str_error(texts: Sequence, first: int = 0) -> TypeError:
+    """The TypeError naming the first item of ``texts`` (item ``first`` of the batch on) that
+    is not a str (there is one)."""
+    i = next(i for i, t in enumerate(texts) if not isinstance(t, str))
+    return TypeError(f"texts[{first + i}] must be a str, not {type(texts[i]).__name__}")
+
+
+
+def text_blocks(lengths: np.ndarray, chars: int) -> list[tuple[int, int]]:
+    """Consecutive runs of texts (of these lengths) of about ``chars`` characters each (at
+    least one text)."""
+    n = len(lengths)
+    if n == 0:
+        return [(0, 0)]
+    ends = np.cumsum(lengths)
+    total = int(ends[-1])
+    if total <= 2 * chars:
+        return [(0, n)]
+    cuts = np.searchsorted(ends, np.arange(chars, total, chars), side="left") + 1
+    bounds = np.unique(np.concatenate([[0], cuts[cuts < n], [n]]))
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+

@@ -1,0 +1,219 @@
+"""Running the encoder kernels over documents: pre-tokenize, encode, on one or many threads.
+
+Functions here take the :class:`numtok.Tokenizer` whose tables they pass to the kernels. A
+named pattern's short text is split and encoded by one kernel call (``encode_whole``); longer
+input is cut into documents and groups of about ``CHUNK_BYTES`` so the pre-tokenizer's output
+stays cache-resident and one huge text still spreads over threads.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .._native.utf8 import utf8_bytes
+from ..pretokenizers import _scanners, split_bytes
+from ..pretokenizers._unicode import class_table
+from . import _kernels as _k
+from .buffers import SHORT_BYTES, in_scratch, padded, padded_utf8_of
+from .piece_cache import NO_CACHE
+from .special import NO_SPECIAL
+from .streaming import encode_streamed
+
+# Pieces of at least this many symbols are merged with the heap (O(n log n)); shorter ones
+# with the O(n*m) scan, which is faster when n is small (tiktoken switches at 100 bytes).
+HEAP_MIN = 64
+# encode_batch cuts the documents into tasks of about this many bytes (more tasks than
+# threads, so that uneven documents still balance).
+_TASK_BYTES = 1 << 20
+# Documents are pre-tokenized and encoded in groups of about this many bytes.
+CHUNK_BYTES = 1 << 18
+
+
+def encode_docs(tok, data, docs, doc_special, threads: int):
+    """Encode documents (ranges of ``data``) on ``threads`` threads; returns (ids, doc_end).
+
+    For the named patterns, long documents are first cut where every pattern ends a piece,
+    so that the pre-tokenizer's output stays small and cache-resident, and so that one huge
+    text still spreads over threads.
+    """
+    n_docs = len(docs)
+    if len(doc_special) != n_docs:
+        doc_special = np.full(n_docs, -1, dtype=np.int64)
+    if len(data) <= tok._chunk_bytes:  # short input: one group on this thread, no cutting
+        return run(tok, data, docs, doc_special, total=len(data))
+    last = None
+    if tok._cuttable and n_docs and int((docs[:, 1] - docs[:, 0]).max()) > 2 * tok._chunk_bytes:
+        docs, parent = _k.cut_documents(data, docs, tok._chunk_bytes)
+        last = np.flatnonzero(np.append(parent[1:] != parent[:-1], True))
+        special = np.full(len(docs), -1, dtype=np.int64)
+        special[last] = doc_special
+        doc_special = special
+    tasks = cut_tasks(docs, threads, tok._chunk_bytes)
+    if threads == 1 or len(tasks) == 1:
+        results = [run(tok, data, docs[a:b], doc_special[a:b]) for a, b in tasks]
+    else:
+        with ThreadPoolExecutor(max_workers=min(threads, len(tasks))) as pool:
+            results = list(pool.map(lambda ab: run(tok, data, docs[ab[0] : ab[1]], doc_special[ab[0] : ab[1]]), tasks))
+    if len(results) == 1:
+        ids, doc_end = results[0]
+    else:
+        sizes = np.array([len(r[0]) for r in results], dtype=np.int64)
+        bases = np.cumsum(sizes) - sizes
+        ids = np.concatenate([r[0] for r in results])
+        doc_end = np.concatenate([r[1] + b for r, b in zip(results, bases.tolist())])
+    if last is not None:
+        doc_end = doc_end[last]
+    return ids, doc_end
+
+
+def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = True, strict: bool = True):
+    """Pre-tokenize and encode consecutive documents on this thread; returns (ids, doc_end).
+
+    ``data`` is a padded buffer from :func:`padded`. Documents are pre-tokenized
+    in groups of about ``_chunk_bytes`` (or ``spans`` is given: one group). The output
+    buffer is an upper bound that is never touched beyond what is written, and is shrunk
+    in place at the end.
+    """
+    n_docs = len(docs)
+    if total is None:
+        total = int((docs[:, 1] - docs[:, 0]).sum()) if n_docs else 0
+    if spans is not None or total <= tok._chunk_bytes:
+        groups = [(0, n_docs)]
+    else:
+        groups = cut_tasks(docs, 1, tok._chunk_bytes, by_chunk=True)
+    # Each byte gives at most one id (two with end_of_word), each document one special.
+    cap = total * (2 if tok._eow_id >= 0 else 1) + n_docs + 1
+    out = np.empty(cap, dtype=np.int32)
+    doc_end = np.empty(n_docs, dtype=np.int64)
+    piece_cache = tok._piece_caches.take(total) if cache else NO_CACHE
+    try:
+        k = run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, piece_cache, strict)
+    finally:
+        if cache:
+            tok._piece_caches.give(piece_cache)
+    if k < len(out):
+        out.resize(k, refcheck=False)
+    return out, doc_end
+
+
+def encode_plain(tok, text: str) -> np.ndarray:
+    """Ids of one text with no special tokens to find. A named pattern's text that fits one
+    chunk is split and encoded in one kernel call, from this thread's scratch buffer if it
+    is short (allocating a padded array cost ~1 us, a sixth of such a call)."""
+    if tok._scanner_id >= 0 and len(text) <= SHORT_BYTES:
+        raw = utf8_bytes(text)
+        n = len(raw)
+        return encode_whole(tok, in_scratch(raw) if n <= SHORT_BYTES else padded(raw), n)
+    if tok._cuttable and len(text) > tok._chunk_bytes:
+        ids = encode_streamed(tok, text)
+        if ids is not None:
+            return ids
+    data = padded_utf8_of(text)
+    if tok._scanner_id >= 0 and len(data) <= tok._chunk_bytes:
+        return encode_whole(tok, data, len(data))
+    docs = np.array([[0, len(data)]], dtype=np.int64)
+    ids, _ = encode_docs(tok, data, docs, NO_SPECIAL, 1)
+    return ids
+
+
+def encode_whole(tok, data: np.ndarray, n: int) -> np.ndarray:
+    """Ids of the text ``data[:n]`` (padded; named pattern), split and encoded in one
+    kernel call."""
+    piece_cache = tok._piece_caches.take(n)
+    try:
+        status, ids, pos = _k.encode_text(
+            tok._scanner_id, data, n, class_table(),
+            tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
+            tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
+            piece_cache, tok._heap_min,
+        )  # fmt: skip
+    finally:
+        tok._piece_caches.give(piece_cache)
+    if status == _k.ST_NO_SYMBOL:
+        raise ValueError(tok._no_symbol_message(data[:n], pos))
+    if status != _k.ST_DONE:  # pragma: no cover - the kernel sizes its output for the worst case
+        raise AssertionError("output buffer bound exceeded")
+    return ids
+
+
+def run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, piece_cache, strict) -> int:
+    k = 0
+    whole = len(groups) == 1
+    for g0, g1 in groups:
+        gdocs, gend, gspecial = (docs, doc_end, doc_special) if whole else (docs[g0:g1], doc_end[g0:g1], doc_special[g0:g1])
+        gspans = spans
+        if gspans is None:
+            gspans = tok._split(data, gdocs)
+            if gspans.dtype != np.int64 or not gspans.flags.c_contiguous or not gspans.flags.writeable:
+                gspans = np.require(gspans, dtype=np.int64, requirements=["C", "W"])
+        n_spans = len(gspans)
+        j = d = 0
+        while True:
+            status, k, j, d, pos = _k.encode_spans(
+                data, gspans, gdocs, gspecial, gend, j, d, out, k,
+                tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
+                tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
+                piece_cache, tok._heap_min,
+            )  # fmt: skip
+            if status == _k.ST_DONE:
+                break
+            if status == _k.ST_NO_SYMBOL:
+                if strict:
+                    raise ValueError(tok._no_symbol_message(data, pos))
+                # Lenient (used by _self_encoding): drop the rest of document d and go on.
+                stop = gdocs[d, 1]
+                while j < n_spans and gspans[j, 0] < stop:
+                    j += 1
+                gend[d] = k
+                d += 1
+                continue
+            raise AssertionError("output buffer bound exceeded")  # pragma: no cover
+    return k
+
+# Piece caches: kernels write to the cache they are given, so each running call takes one
+# from this tokenizer's free list (or makes one) and gives it back afterwards; caches
+# outlive calls and threads, and are never shared by two calls at once.
+
+
+def splitter(pattern: str, name: str | None):
+    """A function (data, docs) -> piece spans, on the calling thread.
+
+    Our inputs are already checked (C-contiguous uint8 data, int64 (m, 2) ranges inside it),
+    so a named pattern goes straight to its Numba scanner (``_scanners.split_named``, which
+    skips ``split_bytes``'s argument checks: ~10 us per call); anything else through
+    ``split_bytes``.
+    """
+    if name is not None and _scanners.has_scanner(name):
+        split_named = _scanners.split_named
+        return lambda data, docs: split_named(data, docs, name, 1)
+    return lambda data, docs: split_bytes(data, docs, pattern, 1)
+
+
+
+def cut_tasks(docs: np.ndarray, threads: int, chunk: int, by_chunk: bool = False) -> list[tuple[int, int]]:
+    """Cut documents into consecutive groups of roughly equal bytes.
+
+    ``by_chunk``: groups of about ``chunk`` bytes (pre-tokenizer output stays cache-sized);
+    else one group per thread-task: about 4 tasks per thread, at most 1 MiB each, so that
+    uneven documents still balance.
+    """
+    n = len(docs)
+    if n == 0:
+        return [(0, 0)]
+    sizes = docs[:, 1] - docs[:, 0]
+    total = int(sizes.sum())
+    if by_chunk:
+        target = chunk
+    elif threads == 1:
+        return [(0, n)]
+    else:
+        target = min(_TASK_BYTES, max(chunk // 4, total // (4 * threads) + 1))
+    if total <= target:
+        return [(0, n)]
+    ends = np.cumsum(sizes)
+    cuts = np.searchsorted(ends, np.arange(target, total, target), side="left") + 1
+    bounds = np.unique(np.concatenate([[0], cuts[cuts < n], [n]]))
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+

@@ -1,0 +1,72 @@
+"""Long texts encoded a block at a time, straight from the str (no UTF-8 copy of the whole)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._native import pystr as _pystr
+from .._native.utf8 import contains_any
+from ..pretokenizers import _scanners
+from .buffers import PAD
+from .special import NO_SPECIAL
+
+
+def encode_streamed(tok, text: str, needles: tuple | None = None) -> np.ndarray | None:
+    """Ids of a long text of a named pattern, written to UTF-8, split and encoded one block
+    of ``_chunk_bytes`` characters at a time through one reused buffer; None if the text
+    cannot be read in place (see ``_pystr``) or holds a surrogate (the caller's path
+    repairs it), or if a block may hold one of ``needles`` (``_block_needles``: special
+    tokens the caller must look for in the whole text).
+
+    The whole text's UTF-8 is never written out (100 MB of fresh pages the OS must zero,
+    then read twice from memory): each block is still in cache when the scanner and the
+    encoder read it. A block is encoded up to its last cut (``cut_documents``' rule: every
+    named pattern starts a piece there, whatever precedes it); the rest is carried into the
+    next block. A surrogate found late wastes the blocks before it (rare: the caller then
+    starts again on the repaired text).
+    """
+    shape = _pystr.str_shape(text)
+    if shape is None:
+        return None
+    n, width = shape
+    block = tok._chunk_bytes
+    buf = np.empty(2 * block * width + PAD, dtype=np.uint8)
+    out = np.empty(n * width * (2 if tok._eow_id >= 0 else 1) + 1, dtype=np.int32)
+    doc = np.zeros((1, 2), dtype=np.int64)
+    doc_end = np.empty(1, dtype=np.int64)
+    piece_cache = tok._piece_caches.take(n)
+    k = carry = first = 0
+    try:
+        while first < n:
+            last = min(n, first + block)
+            if carry + (last - first) * width + PAD > len(buf):  # no cut for a while
+                grown = np.empty(2 * len(buf) + (last - first) * width, dtype=np.uint8)
+                grown[:carry] = buf[:carry]
+                buf = grown
+            stop = _pystr.slice_to_utf8(text, first, last, buf, carry)
+            if stop < 0:
+                return None
+            # The carried bytes are searched again: a token that runs past this block's end
+            # is whole in the next one (it has no cut inside, see _block_needles).
+            if needles is not None and contains_any(buf, stop, *needles):
+                return None
+            cut = stop if last == n else _scanners.last_cut(buf, max(carry - 1, 0), stop)
+            first = last
+            if cut < 0:
+                carry = stop
+                continue
+            buf[stop : stop + PAD] = 0
+            doc[0, 1] = cut
+            k += _engine().run_groups(tok, buf[:stop], doc, NO_SPECIAL, None, [(0, 1)], out[k:], doc_end, piece_cache, True)
+            carry = stop - cut
+            buf[:carry] = buf[cut:stop]
+    finally:
+        tok._piece_caches.give(piece_cache)
+    out.resize(k, refcheck=False)
+    return out
+
+
+def _engine():
+    from . import engine  # engine calls this module for long texts; the import runs once
+
+    return engine

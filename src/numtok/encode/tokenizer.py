@@ -1,0 +1,535 @@
+"""The Tokenizer: byte-level BPE encoding identical to tiktoken (rank mode) or Hugging Face
+(merge mode), over Numba kernels (``_kernels``).
+
+The class is the public face; its machinery lives beside it: ``tables`` (built once from the
+vocabulary), ``engine`` (pre-tokenize and encode documents on threads), ``streaming`` (long
+texts), ``batch`` (many texts, ``BatchEncoding``), ``special`` (special tokens) and
+``piece_cache``. Files are read and written by ``numtok.io``.
+
+>>> import numtok
+>>> enc = numtok.load("cl100k_base")
+>>> enc.encode("hello world").tolist()
+[15339, 1917]
+>>> enc.decode([15339, 1917])
+'hello world'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..io import gpt2_files, hf_json, tiktoken_file
+from . import _kernels as _k
+from . import batch, special, tables
+from .batch import BatchEncoding, SpecialSet
+from .buffers import padded_utf8_of
+from .engine import encode_docs, encode_plain
+from .piece_cache import PieceCaches
+from .streaming import encode_streamed
+
+__all__ = ["Tokenizer", "BatchEncoding"]
+
+
+class Tokenizer:
+    """A byte-level BPE tokenizer (tiktoken-style API; ids are int32 NumPy arrays).
+
+    Args:
+        vocab: token bytes -> id. May include the special tokens (as their UTF-8 bytes).
+        merges: ``None`` for *rank mode* (tiktoken): the pair ``(a, b)`` merges with priority
+            ``vocab[a + b]`` and a piece that is itself a token is emitted whole. A list of
+            ``(a, b)`` byte pairs for *merge mode* (Hugging Face BPE): priority is the index in
+            the list and only listed pairs merge.
+        pattern: pre-tokenizer: ``"gpt2"``, ``"r50k"``, ``"cl100k"``, ``"o200k"`` or a regex.
+        special_tokens: special token string -> id; never produced by merging.
+        name: a label, shown in ``repr``.
+        units: initial symbols of a piece: ``"bytes"`` (each byte's one-byte token) or
+            ``"chars"`` (each UTF-8 character's token).
+        unk_token: token used for a symbol that has no token (default: raise ValueError).
+        end_of_word: a token appended to every piece before merging (e.g. ``"</w>"``);
+            decoding drops it.
+        ignore_merges: merge mode only: emit a piece that is a token whole.
+
+    >>> tok = Tokenizer({b"a": 0, b"b": 1, b"ab": 2, b"abab": 3}, pattern=r"\\w+")
+    >>> tok.encode("abab ab aba").tolist()
+    [3, 2, 2, 0]
+    >>> tok = Tokenizer({b"a": 0, b"b": 1, b"ab": 2}, merges=[(b"a", b"b")], pattern=r"\\w+")
+    >>> tok.encode("abba").tolist()
+    [2, 1, 0]
+    """
+
+    # Everything below is set by ``tables.setup`` (the layouts are described in ``_kernels``).
+    name: str | None
+    pattern: str  # a pattern name ("gpt2", "cl100k", ...) or a regex
+    units: str
+    unk_token: str | None
+    end_of_word: str | None
+    ignore_merges: bool
+    _special_tokens: dict[str, int]
+    _special_lookup: Any  # special.SpecialMatcher
+    _rank_mode: bool  # tiktoken's rule (no merge list) rather than HF's
+    _merges_list: list[tuple[bytes, bytes]] | None
+    _merges_cache: list[tuple[bytes, bytes]] | None
+    _vocab_cache: dict[bytes, int] | None
+    _pickle_by_name: tuple | None
+    _split_pattern: str
+    _split: Callable[[np.ndarray, np.ndarray], np.ndarray]  # (data, docs) -> piece spans
+    _scanner_id: int  # the named pattern's one-kernel scanner, or -1
+    _cuttable: bool  # documents may be cut at a space after an ASCII letter
+    _chunk_bytes: int
+    _heap_min: int
+    _max_id: int
+    _max_token_len: int
+    _max_whole_len: int
+    _units_code: int
+    _unk_id: int
+    _eow_id: int
+    _tok_bytes: np.ndarray  # id-indexed token bytes (padded) and their offsets
+    _tok_off: np.ndarray
+    _mergeable_ids: np.ndarray
+    _is_special: np.ndarray
+    _byte_id: np.ndarray
+    _res_of: np.ndarray
+    _tok_tab: np.ndarray
+    _pair_tab: np.ndarray
+    _bp: np.ndarray
+    _whole_tab: np.ndarray
+    _whole_ext: np.ndarray
+    _dec_bytes: np.ndarray
+    _dec_off: np.ndarray
+    _piece_caches: PieceCaches
+    training_stats: dict[str, Any]  # set by train_bpe: corpus bytes, unique words, timings
+
+    def __init__(
+        self,
+        vocab: Mapping[bytes, int],
+        *,
+        merges: Sequence[tuple[bytes, bytes]] | None = None,
+        pattern: str = "gpt2",
+        special_tokens: Mapping[str, int] | None = None,
+        name: str | None = None,
+        units: str = "bytes",
+        unk_token: str | None = None,
+        end_of_word: str | None = None,
+        ignore_merges: bool = False,
+    ):
+        if not isinstance(vocab, Mapping):
+            raise TypeError(f"vocab must be a mapping of bytes to int, not {type(vocab).__name__}")
+        special_tokens = tables.check_specials(special_tokens)
+        special_bytes = {s.encode("utf-8"): i for s, i in special_tokens.items()}
+        keys: list[bytes] = []
+        values: list[int] = []
+        for token, tid in vocab.items():
+            if not isinstance(token, (bytes, bytearray)):
+                raise TypeError(f"vocab keys must be bytes, got {type(token).__name__} {token!r}")
+            tid = tables.check_id(tid, f"vocab[{bytes(token)!r}]")
+            if not token:
+                raise ValueError("vocab contains an empty token")
+            sid = special_bytes.get(bytes(token))
+            if sid is not None:
+                if sid != tid:
+                    raise ValueError(f"special token {bytes(token).decode('utf-8')!r} has id {sid} but vocab gives it id {tid}")
+                continue  # special tokens are kept apart from the mergeable vocabulary
+            keys.append(bytes(token))
+            values.append(tid)
+        lens = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+        starts = np.zeros(len(keys), dtype=np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+        flat = np.frombuffer(b"".join(keys), dtype=np.uint8)
+        ids = np.array(values, dtype=np.int64)
+        tables.setup(
+            self,
+            flat, starts, lens, ids,
+            merges=merges, pattern=pattern, special_tokens=special_tokens, name=name,
+            units=units, unk_token=unk_token, end_of_word=end_of_word, ignore_merges=ignore_merges,
+            mergeable_dict=dict(zip(keys, values)) if merges is not None else None,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------------------------------
+    # construction
+
+    @classmethod
+    def from_tiktoken(
+        cls,
+        path: str | os.PathLike,
+        pattern: str = "cl100k",
+        special_tokens: Mapping[str, int] | None = None,
+        name: str | None = None,
+    ) -> Tokenizer:
+        """A rank-mode tokenizer from a ``.tiktoken`` rank file (``.gz`` is read transparently).
+
+        >>> import numtok, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "tiny.tiktoken")
+        >>> _ = open(path, "w").write("YQ== 0\\nYg== 1\\nYWI= 2\\n")
+        >>> tok = numtok.Tokenizer.from_tiktoken(path, pattern=r"\\w+", special_tokens={"<eot>": 3})
+        >>> tok.encode("abab<eot>", allowed_special="all").tolist()
+        [2, 2, 3]
+        """
+        flat, off, ranks = tiktoken_file.parse_ranks(tiktoken_file.read_rank_file(path), path)
+        if name is None:
+            name = os.path.basename(os.fspath(path)).split(".")[0]
+        return cls._from_arrays(flat, off[:-1], np.diff(off), ranks, pattern=pattern, special_tokens=special_tokens, name=name)
+
+    @classmethod
+    def _from_arrays(cls, flat, starts, lens, ids, **options) -> Tokenizer:
+        """A tokenizer from token bytes given as (flat buffer, starts, lengths, ids)."""
+        self = cls.__new__(cls)
+        options["special_tokens"] = tables.check_specials(options.get("special_tokens"))
+        tables.setup(self, flat, starts, lens, ids, **options)
+        return self
+
+
+    # ------------------------------------------------------------------------------------------
+    # properties
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        """Special token string -> id."""
+        return dict(self._special_tokens)
+
+    @property
+    def special_tokens_set(self) -> set[str]:
+        return set(self._special_tokens)
+
+    @property
+    def n_vocab(self) -> int:
+        """Largest id + 1 (as tiktoken's ``n_vocab``)."""
+        return self._max_id + 1
+
+    @property
+    def max_token_value(self) -> int:
+        return self._max_id
+
+    @property
+    def eot_token(self) -> int | None:
+        """The id of ``<|endoftext|>``, or None if there is no such special token."""
+        return self._special_tokens.get("<|endoftext|>")
+
+    @property
+    def vocab(self) -> dict[bytes, int]:
+        """Every token (special tokens as their UTF-8 bytes) -> id. A new dict on each call."""
+        if self._vocab_cache is None:
+            raw = self._tok_bytes.tobytes()
+            off = self._tok_off.tolist()
+            vocab = {raw[off[i] : off[i + 1]]: i for i in self._mergeable_ids.tolist()}
+            for s, i in self._special_tokens.items():
+                vocab[s.encode("utf-8")] = i
+            self._vocab_cache = vocab
+        return dict(self._vocab_cache)
+
+    @property
+    def merges(self) -> list[tuple[bytes, bytes]]:
+        """The merges in priority order.
+
+        In rank mode they are derived from the ranks: each multi-byte token splits into the
+        two tokens that BPE restricted to lower ranks produces (a token for which that is not
+        two tokens has no merge).
+
+        >>> import numtok
+        >>> numtok.load("gpt2").merges[:3]
+        [(b' ', b't'), (b' ', b'a'), (b'h', b'e')]
+        """
+        if self._merges_list is not None:
+            return list(self._merges_list)
+        if self._merges_cache is None:
+            order = self._mergeable_ids
+            left, right = _k.derive_merges(self._tok_bytes, self._tok_off, self._byte_id, self._pair_tab, order)
+            has = np.flatnonzero(left >= 0)
+            self._merges_cache = [(self._token_bytes(int(left[i])), self._token_bytes(int(right[i]))) for i in has]
+        return list(self._merges_cache)
+
+    def __repr__(self) -> str:
+        mode = "ranks" if self._rank_mode else "merges"
+        return f"<Tokenizer {self.name!r} n_vocab={self.n_vocab} pattern={_short(self.pattern)} mode={mode}>"
+
+    # ------------------------------------------------------------------------------------------
+    # encoding
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: SpecialSet = frozenset(),
+        disallowed_special: SpecialSet = "all",
+    ) -> np.ndarray:
+        """Encode a string into an int32 array of token ids.
+
+        Special tokens follow tiktoken: text matching a *disallowed* special token raises
+        ValueError (by default all special tokens are disallowed); *allowed* ones encode to
+        their id; pass ``disallowed_special=()`` to encode them as ordinary text.
+
+        >>> import numtok
+        >>> enc = numtok.load("cl100k_base")
+        >>> enc.encode("hello world").tolist()
+        [15339, 1917]
+        >>> enc.encode("<|endoftext|>", allowed_special={"<|endoftext|>"}).tolist()
+        [100257]
+        >>> enc.encode("<|endoftext|>", allowed_special="all").tolist()
+        [100257]
+        >>> enc.encode("<|endoftext|>")
+        Traceback (most recent call last):
+          ...
+        ValueError: the text contains the disallowed special token '<|endoftext|>'; pass ...
+        >>> enc.encode("<|endoftext|>", disallowed_special=()).tolist()
+        [27, 91, 8862, 728, 428, 91, 29]
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        allowed, disallowed = special.special_sets(self, allowed_special, disallowed_special)
+        if not allowed and disallowed and self._cuttable and len(text) > self._chunk_bytes:
+            # A long text with disallowed tokens only (the default): looked for in each block's
+            # UTF-8 while it is streamed, not in the str first (for a 4-byte-kind str that is
+            # 4 bytes a character to read; ~8% of the time). On a possible hit, or a text that
+            # cannot be streamed, the search below decides.
+            needles = special.block_needles(disallowed)
+            if needles is not None:
+                ids = encode_streamed(self, text, needles)
+                if ids is not None:
+                    return ids
+        if disallowed:
+            found = special.special_finder(disallowed)(text)
+            if found is not None:
+                raise special.disallowed_error(found)
+        if not allowed:
+            return encode_plain(self, text)
+        data = padded_utf8_of(text)
+        docs, doc_special = special.segments(self, data, allowed, 0)
+        ids, _ = encode_docs(self, data, docs, doc_special, 1)
+        return ids
+
+    def encode_ordinary(self, text: str) -> np.ndarray:
+        """Encode a string, treating special tokens as ordinary text.
+
+        >>> import numtok
+        >>> numtok.load("cl100k_base").encode_ordinary("hello <|endoftext|>").tolist()
+        [15339, 83739, 8862, 728, 428, 91, 29]
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        return encode_plain(self, text)
+
+    def encode_batch(
+        self,
+        texts: Iterable[str],
+        *,
+        num_threads: int | None = None,
+        allowed_special: SpecialSet = frozenset(),
+        disallowed_special: SpecialSet = "all",
+    ) -> BatchEncoding:
+        """Encode many strings (in parallel threads) into one :class:`BatchEncoding`.
+
+        Results equal ``[encode(t) for t in texts]``. ``num_threads`` defaults to the number of
+        usable cores; the kernels release the GIL.
+
+        >>> import numtok
+        >>> batch = numtok.load("cl100k_base").encode_batch(["hello world", "hi"], num_threads=2)
+        >>> batch.to_list()
+        [[15339, 1917], [6151]]
+        """
+        return batch.encode_batch(
+            self, texts, num_threads=num_threads, allowed_special=allowed_special, disallowed_special=disallowed_special
+        )
+
+    def encode_ordinary_batch(self, texts: Iterable[str], *, num_threads: int | None = None) -> BatchEncoding:
+        """:meth:`encode_batch` with special tokens treated as ordinary text."""
+        return self.encode_batch(texts, num_threads=num_threads, allowed_special=frozenset(), disallowed_special=frozenset())
+
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
+        """The id of one token given as bytes or str (special tokens included).
+
+        >>> import numtok
+        >>> numtok.load("cl100k_base").encode_single_token("hello")
+        15339
+        """
+        raw = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else bytes(text_or_bytes)
+        tid = self._lookup_token(raw)
+        if tid is None:
+            raise KeyError(text_or_bytes)
+        return tid
+
+    # ------------------------------------------------------------------------------------------
+    # decoding
+
+    def decode_bytes(self, ids: Iterable[int] | np.ndarray) -> bytes:
+        """The bytes of a sequence of ids (special tokens included).
+
+        >>> import numtok
+        >>> numtok.load("cl100k_base").decode_bytes([15339, 1917])
+        b'hello world'
+        """
+        arr = _as_ids(ids)
+        out, bad = _k.decode_ids(arr, self._tok_off, self._dec_bytes, self._dec_off)
+        if bad >= 0:
+            raise ValueError(f"invalid token id {int(arr[bad])} (at index {bad}); valid ids are tokens in 0..{self._max_id}")
+        return out.tobytes()
+
+    def decode(self, ids: Iterable[int] | np.ndarray, errors: str = "replace") -> str:
+        """Decode ids to a string; invalid UTF-8 becomes U+FFFD (``errors="replace"``), as in tiktoken.
+
+        >>> import numtok
+        >>> enc = numtok.load("cl100k_base")
+        >>> enc.decode(enc.encode("héllo 👋"))
+        'héllo 👋'
+        >>> enc.decode(enc.encode("👋")[:1])
+        '�'
+        """
+        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """The bytes of one id."""
+        return self.decode_bytes([token])
+
+    def decode_tokens_bytes(self, ids: Iterable[int] | np.ndarray) -> list[bytes]:
+        """The bytes of each id.
+
+        >>> import numtok
+        >>> numtok.load("cl100k_base").decode_tokens_bytes([15339, 1917])
+        [b'hello', b' world']
+        """
+        arr = _as_ids(ids)
+        data = self.decode_bytes(arr)
+        off = self._dec_off
+        bounds = np.zeros(len(arr) + 1, dtype=np.int64)
+        np.cumsum(off[arr + 1] - off[arr], out=bounds[1:])
+        b = bounds.tolist()
+        return [data[b[i] : b[i + 1]] for i in range(len(arr))]
+
+    # ------------------------------------------------------------------------------------------
+    # files (numtok.io)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write a Hugging Face ``tokenizer.json`` (atomically; see :func:`numtok.io.hf_json.save_hf_json`)."""
+        hf_json.save_hf_json(self, path)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> Tokenizer:
+        """Read a byte-level BPE Hugging Face ``tokenizer.json``."""
+        return cls(**hf_json.read_hf_json(path))
+
+    def save_tiktoken(self, path: str | os.PathLike) -> None:
+        """Write a ``.tiktoken`` rank file and its sidecar JSON (see :func:`numtok.io.tiktoken_file.save_tiktoken`)."""
+        tiktoken_file.save_tiktoken(self, path)
+
+    def save_gpt2(self, directory: str | os.PathLike) -> None:
+        """Write GPT-2 style ``vocab.json`` and ``merges.txt`` into ``directory``."""
+        gpt2_files.save_gpt2(self, directory)
+
+    @classmethod
+    def from_gpt2(cls, vocab_json: str | os.PathLike, merges_txt: str | os.PathLike, pattern: str = "gpt2") -> Tokenizer:
+        """Read GPT-2 style ``vocab.json`` and ``merges.txt``."""
+        return cls(**gpt2_files.read_gpt2(vocab_json, merges_txt, pattern))
+
+    # ------------------------------------------------------------------------------------------
+    # pickling: by registry name when loaded with numtok.load, else by value
+
+    def __reduce__(self):
+        if self._pickle_by_name is not None:
+            return self._pickle_by_name  # set by numtok.load: (load, (name,))
+        state = {
+            "tok_bytes": np.asarray(self._tok_bytes).copy(),
+            "tok_off": self._tok_off,
+            "mergeable_ids": self._mergeable_ids,
+            "merges": self._merges_list,
+            "pattern": self.pattern,
+            "special_tokens": self._special_tokens,
+            "name": self.name,
+            "units": self.units,
+            "unk_token": self.unk_token,
+            "end_of_word": self.end_of_word,
+            "ignore_merges": self.ignore_merges,
+        }
+        return (_unpickle, (state,))
+
+    # ------------------------------------------------------------------------------------------
+    # internals
+
+    def _token_bytes(self, tid: int) -> bytes:
+        return self._tok_bytes[self._tok_off[tid] : self._tok_off[tid + 1]].tobytes()
+
+    def _lookup_token(self, raw: bytes) -> int | None:
+        """Id of a token given as bytes (special tokens first), or None."""
+        for s, i in self._special_tokens.items():
+            if s.encode("utf-8") == raw:
+                return i
+        if not raw or len(raw) > self._max_token_len:
+            return None
+        if self._vocab_cache is not None:
+            tid = self._vocab_cache.get(raw)
+            return None if tid is None or self._is_special[tid] else tid
+        return tables.find_bytes(self._tok_bytes, self._tok_off, self._mergeable_ids, raw)
+
+    def _clear_caches(self) -> None:
+        """Forget all cached pieces (benchmarks use it to time a first pass)."""
+        self._piece_caches.clear()
+
+    def _no_symbol_message(self, data: np.ndarray, pos: int) -> str:
+        start = pos
+        while start > 0 and (int(data[start]) & 0xC0) == 0x80:
+            start -= 1
+        stop = start + 1
+        while stop < len(data) and (int(data[stop]) & 0xC0) == 0x80:
+            stop += 1
+        char = bytes(data[start:stop]).decode("utf-8", errors="replace")
+        unit = "character" if self.units == "chars" else f"byte 0x{int(data[pos]):02x} of character"
+        return f"no token for {unit} {char!r} (at byte {pos}) and no unk_token is set"
+
+
+def _as_ids(ids) -> np.ndarray:
+    if isinstance(ids, np.ndarray):
+        arr = ids
+    else:
+        if isinstance(ids, (str, bytes)):
+            raise TypeError(f"ids must be a sequence of ints, not {type(ids).__name__}")
+        if not isinstance(ids, (list, tuple)):
+            ids = list(ids)
+        if len(ids) == 0:
+            return np.zeros(0, dtype=np.int64)
+        try:
+            arr = np.array(ids)
+        except (OverflowError, ValueError):
+            arr = np.array(ids, dtype=object)
+    if arr.ndim != 1:
+        raise ValueError(f"ids must be one-dimensional, got shape {arr.shape}")
+    if arr.dtype.kind == "O":
+        for v in arr:
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"ids must be integers, got {type(v).__name__} {v!r}")
+            if not -(2**63) <= v < 2**63:
+                raise ValueError(f"invalid token id {v}")
+        raise ValueError("invalid ids")
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"ids must be integers, not {arr.dtype}")
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and int(arr.max()) >= 2**63:
+        raise ValueError(f"invalid token id {int(arr.max())}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _short(pattern: str) -> str:
+    return pattern if len(pattern) < 24 else repr(pattern[:20] + "...")
+
+
+def _unpickle(state: dict) -> Tokenizer:
+    tok_off = state["tok_off"]
+    ids = state["mergeable_ids"]
+    flat = state["tok_bytes"]
+    if state["merges"] is None:
+        tok = Tokenizer._from_arrays(
+            flat, tok_off[ids], tok_off[ids + 1] - tok_off[ids], ids,
+            pattern=state["pattern"], special_tokens=state["special_tokens"], name=state["name"],
+            units=state["units"], unk_token=state["unk_token"], end_of_word=state["end_of_word"],
+            ignore_merges=state["ignore_merges"],
+        )  # fmt: skip
+        return tok
+    raw = bytes(flat)
+    vocab = {raw[tok_off[i] : tok_off[i + 1]]: int(i) for i in ids.tolist()}
+    return Tokenizer(
+        vocab, merges=state["merges"], pattern=state["pattern"], special_tokens=state["special_tokens"],
+        name=state["name"], units=state["units"], unk_token=state["unk_token"],
+        end_of_word=state["end_of_word"], ignore_merges=state["ignore_merges"],
+    )  # fmt: skip
+

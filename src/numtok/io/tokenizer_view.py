@@ -1,0 +1,65 @@
+"""A tokenizer seen as the vocabulary and merges other libraries' files hold.
+
+The writers in this package take any object with numtok's Tokenizer attributes (``vocab``,
+``merges``, ``special_tokens``, ``pattern``, ...), so they never import the encoder.
+"""
+
+from __future__ import annotations
+
+__all__ = ["attr", "is_rank_mode", "mergeable_vocab", "require_byte_level", "merges_of", "merges_from_ranks"]
+
+
+def attr(tok, name: str, default=None):
+    return getattr(tok, name, default)
+
+
+def is_rank_mode(tok) -> bool:
+    """tiktoken semantics (no merge list of its own; ``tok.merges`` is then derived)."""
+    mode = getattr(tok, "_rank_mode", None)
+    return bool(mode) if mode is not None else attr(tok, "merges") is None
+
+
+def mergeable_vocab(tok) -> dict[bytes, int]:
+    """``tok.vocab`` without the special tokens (which it lists as their UTF-8 bytes)."""
+    specials = dict(attr(tok, "special_tokens") or {})
+    special_ids = set(specials.values())
+    special_bytes = {s.encode("utf-8") for s in specials}
+    return {t: i for t, i in tok.vocab.items() if not (i in special_ids and t in special_bytes)}
+
+
+def require_byte_level(tok, fmt: str) -> None:
+    problems = []
+    if attr(tok, "units", "bytes") != "bytes":
+        problems.append(f"units={tok.units!r} (the {fmt} format is byte-level)")
+    if attr(tok, "end_of_word") is not None:
+        problems.append(f"end_of_word={tok.end_of_word!r} (no {fmt} equivalent)")
+    if problems:
+        raise ValueError(f"cannot save as {fmt}: " + "; ".join(problems))
+
+
+def merges_of(tok) -> tuple[list[tuple[bytes, bytes]], bool]:
+    """(merges, from_ranks). A rank-mode tokenizer (merges None) gets derived merges."""
+    if is_rank_mode(tok):
+        return merges_from_ranks(mergeable_vocab(tok)), True
+    return [(bytes(a), bytes(b)) for a, b in tok.merges], False
+
+
+def merges_from_ranks(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
+    """Merges that make HF's pair-by-pair BPE follow tiktoken's rank rule.
+
+    tiktoken merges *any* adjacent pair whose concatenation is a token, the lowest rank
+    first. HF only merges listed pairs, in list order. So every split ``(x, y)`` of a token
+    ``t`` into two tokens is listed, ordered by ``(rank(t), len(x))``. Together with
+    ``ignore_merges`` (whole-piece lookup, as tiktoken does first) HF then encodes as
+    tiktoken does; the one residual difference is the order among two *overlapping* pairs that
+    form the same token (e.g. parts ``aa|a|aa`` with both ``aaa`` splits listed): tiktoken
+    takes the leftmost, HF the one listed first.
+
+    >>> merges_from_ranks({b"a": 0, b"b": 1, b"ab": 2, b"aab": 3})
+    [(b'a', b'b'), (b'a', b'ab')]
+    """
+    out = []
+    for token, _ in sorted(ranks.items(), key=lambda kv: kv[1]):
+        if len(token) > 1:
+            out.extend((token[:i], token[i:]) for i in range(1, len(token)) if token[:i] in ranks and token[i:] in ranks)
+    return out
