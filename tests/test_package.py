@@ -37,3 +37,38 @@ def test_docstring_examples_of_every_module():
         assert result.failed == 0, module.__name__
         attempted += result.attempted
     assert attempted > 30
+
+
+# Stages from the bottom up: a module may import its own stage and the stages below it.
+_STAGE_RANK = {"_native": 0, "progress": 0, "pretokenizers": 1, "io": 2, "encode": 3, "train": 4, "wordpiece": 5, "cli": 6}
+
+
+def _relative_imports(path):
+    """(level, module, names) of every relative import in a file, those inside functions too."""
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            yield node.level, node.module or "", [a.name for a in node.names]
+
+
+def test_stages_import_only_downwards_and_kernels_import_no_policy():
+    from pathlib import Path
+
+    root = Path(numtok.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        if parts[0] in ("__init__", "__main__"):
+            continue
+        package = parts[:-1]
+        for level, module, names in _relative_imports(path):
+            base = list(package[: len(package) - (level - 1)]) if level > 1 else list(package)
+            targets = [base + module.split(".")] if module else [base + [n] for n in names]
+            for target in targets:
+                if not target or target[0].startswith("__"):
+                    continue  # "from . import __version__"
+                stage, own = target[0], parts[0]
+                assert _STAGE_RANK[stage] <= _STAGE_RANK[own], f"{path.relative_to(root)} imports {'.'.join(target)}"
+                if path.name.startswith("_") and not path.name.startswith("__") and stage == own and len(target) > 1:
+                    # a kernel module reads only other private modules of its stage
+                    assert target[-1].startswith("_") or stage == "_native", f"{path.relative_to(root)} imports {'.'.join(target)}"

@@ -3,7 +3,7 @@
 The token table (8 MiB for o200k), its extension and the piece cache (up to 40 MiB) are read at
 random addresses, one or two per piece. On 4 KiB pages almost every such read also misses the
 TLB (Zen 3's covers 8 MiB), and the page walk stalls even a prefetch: ``encode_spans`` ran 5-9 %
-faster on o200k with these tables on 2 MiB pages (same-process A/B, 25 MB of text).
+faster on o200k with these tables on 2 MiB pages (25 MB of text, one process).
 NumPy asks for huge pages itself for arrays >= 4 MiB, but its arrays start anywhere, so the
 first and last 2 MiB stay on small pages, and arrays made inside Numba kernels get none.
 
