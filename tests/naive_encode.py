@@ -156,3 +156,21 @@ def derive_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
         if len(parts) == 2:
             out.append((by_id[parts[0]], by_id[parts[1]]))
     return out
+
+
+def char_offsets(token_bytes: list[bytes]) -> list[tuple[int, int]]:
+    """[start, end) character offsets of tokens whose bytes, joined, are UTF-8 text: the
+    characters holding the token's first and last byte (an empty token: where it stands)."""
+    text = b"".join(token_bytes).decode("utf-8", errors="surrogatepass")
+    char_of_byte = []
+    for i, ch in enumerate(text):
+        char_of_byte += [i] * len(ch.encode("utf-8", errors="surrogatepass"))
+    out, pos = [], 0
+    for tb in token_bytes:
+        if tb:
+            out.append((char_of_byte[pos], char_of_byte[pos + len(tb) - 1] + 1))
+        else:
+            here = char_of_byte[pos] if pos < len(char_of_byte) else len(text)
+            out.append((here, here))
+        pos += len(tb)
+    return out

@@ -18,3 +18,15 @@ def usable_cores() -> int:
 def cores_at_start() -> int:
     """:func:`usable_cores` once per process (a system call is too much for every short call)."""
     return usable_cores()
+
+
+def check_threads(num_threads) -> int:
+    """The thread count a public ``num_threads`` argument asks for: None means every usable
+    core; otherwise an int >= 1 (TypeError / ValueError name the bad value)."""
+    if num_threads is None:
+        return usable_cores()
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+        raise TypeError(f"num_threads must be an int or None, not {type(num_threads).__name__}")
+    if num_threads < 1:
+        raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+    return num_threads

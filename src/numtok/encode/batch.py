@@ -44,11 +44,13 @@ class BatchEncoding:
     [[15339, 1917], [0, 0], [6151, 0]]
     """
 
-    __slots__ = ("ids", "offsets")
+    __slots__ = ("ids", "offsets", "char_offsets")
 
-    def __init__(self, ids: np.ndarray, offsets: np.ndarray):
+    def __init__(self, ids: np.ndarray, offsets: np.ndarray, char_offsets: np.ndarray | None = None):
         self.ids = np.asarray(ids, dtype=np.int32)
         self.offsets = np.asarray(offsets, dtype=np.int64)
+        # (len(ids), 2) character offsets of each token in its own text, when asked for
+        self.char_offsets = char_offsets
         if self.offsets.ndim != 1 or len(self.offsets) < 1 or self.offsets[0] != 0 or self.offsets[-1] != len(self.ids):
             raise ValueError("offsets must start at 0 and end at len(ids)")
 
@@ -111,23 +113,16 @@ class BatchEncoding:
         return out
 
 
-
-def encode_batch(tok, texts: Iterable[str],
+def encode_batch(
+    tok,
+    texts: Iterable[str],
     *,
     num_threads: int | None = None,
     allowed_special: SpecialSet = frozenset(),
     disallowed_special: SpecialSet = "all",
 ) -> BatchEncoding:
-    """Encode many strings (in parallel threads) into one :class:`BatchEncoding`.
-
-    Results equal ``[encode(t) for t in texts]``. ``num_threads`` defaults to the number of
-    usable cores; the kernels release the GIL.
-
-    >>> import numtok
-    >>> batch = numtok.load("cl100k_base").encode_batch(["hello world", "hi"], num_threads=2)
-    >>> batch.to_list()
-    [[15339, 1917], [6151]]
-    """
+    """:meth:`numtok.Tokenizer.encode_batch` of ``tok``: the texts are converted and encoded in
+    blocks of ``BLOCK_CHARS`` characters, one block per task on ``num_threads`` threads."""
     if isinstance(texts, str):
         raise TypeError("encode_batch takes an iterable of str, not a str")
     texts = _pystr.as_items(texts)  # a tuple: kernels read its items while it is held

@@ -22,9 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from ..io import gpt2_files, hf_json, tiktoken_file
+from .._native.threads import check_threads
+from .._native.utf8 import utf8_bytes
+from ..io import gpt2_files, hf_json, pretrained, tiktoken_file
 from . import _kernels as _k
 from . import batch, special, tables
+from . import offsets as offsets_module
 from .batch import BatchEncoding, SpecialSet
 from .buffers import padded_utf8_of
 from .engine import encode_docs, encode_plain
@@ -318,20 +321,75 @@ class Tokenizer:
         num_threads: int | None = None,
         allowed_special: SpecialSet = frozenset(),
         disallowed_special: SpecialSet = "all",
+        offsets: bool = False,
     ) -> BatchEncoding:
         """Encode many strings (in parallel threads) into one :class:`BatchEncoding`.
 
         Results equal ``[encode(t) for t in texts]``. ``num_threads`` defaults to the number of
-        usable cores; the kernels release the GIL.
+        usable cores; the kernels release the GIL. ``offsets=True`` also gives
+        ``batch.char_offsets``: the (n_tokens, 2) character offsets of every token in its own
+        text, aligned with ``batch.ids`` (see :meth:`encode_with_offsets`).
 
         >>> import numtok
         >>> batch = numtok.load("cl100k_base").encode_batch(["hello world", "hi"], num_threads=2)
         >>> batch.to_list()
         [[15339, 1917], [6151]]
         """
-        return batch.encode_batch(
+        if offsets and self._unk_id >= 0:
+            texts = list(texts)
+        result = batch.encode_batch(
             self, texts, num_threads=num_threads, allowed_special=allowed_special, disallowed_special=disallowed_special
         )
+        if offsets:
+            if self._unk_id >= 0:
+                for i, text in enumerate(texts):
+                    offsets_module.check_spells_text(self, result[i], utf8_bytes(text))
+            result.char_offsets = offsets_module.token_char_offsets(self, result.ids, result.offsets)
+        return result
+
+    def encode_with_offsets(
+        self,
+        text: str,
+        *,
+        allowed_special: SpecialSet = frozenset(),
+        disallowed_special: SpecialSet = "all",
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`encode`, with the ``[start, end)`` character offsets of every token in ``text``
+        as an int64 array of shape (n, 2).
+
+        Offsets are those of HF tokenizers' ``Encoding.offsets`` (ByteLevel with
+        ``trim_offsets=False``): a token that covers part of a character spans that whole
+        character, so ``text[start:end]`` holds all of the token's bytes. A lone surrogate is
+        one character, encoded as U+FFFD (as tiktoken does).
+
+        >>> import numtok
+        >>> ids, offsets = numtok.load("cl100k_base").encode_with_offsets("hi 👋!")
+        >>> ids.tolist(), offsets.tolist()
+        ([6151, 62904, 233, 0], [[0, 2], [2, 4], [3, 4], [4, 5]])
+        """
+        ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        if self._unk_id >= 0:
+            offsets_module.check_spells_text(self, ids, utf8_bytes(text))
+        return ids, offsets_module.token_char_offsets(self, ids)
+
+    def count_tokens(self, text: str) -> int:
+        """``len(encode_ordinary(text))``: the number of tokens of ``text``, special tokens
+        treated as ordinary text.
+
+        >>> import numtok
+        >>> numtok.load("cl100k_base").count_tokens("hello world")
+        2
+        """
+        return len(self.encode_ordinary(text))
+
+    def count_tokens_batch(self, texts: Iterable[str], *, num_threads: int | None = None) -> np.ndarray:
+        """The token count of each text (int64), as :meth:`count_tokens` gives it.
+
+        >>> import numtok
+        >>> numtok.load("cl100k_base").count_tokens_batch(["hello world", "", "hi"]).tolist()
+        [2, 0, 1]
+        """
+        return self.encode_ordinary_batch(texts, num_threads=num_threads).lengths
 
     def encode_ordinary_batch(self, texts: Iterable[str], *, num_threads: int | None = None) -> BatchEncoding:
         """:meth:`encode_batch` with special tokens treated as ordinary text."""
@@ -378,6 +436,49 @@ class Tokenizer:
         """
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
+    def decode_with_offsets(self, ids: Iterable[int] | np.ndarray) -> tuple[str, np.ndarray]:
+        """The text of ``ids`` and the character where each token starts (int64), as tiktoken's
+        ``decode_with_offsets``: a token that starts inside a character starts at that
+        character. Raises UnicodeDecodeError (a ValueError) where the ids are not valid UTF-8.
+
+        >>> import numtok
+        >>> enc = numtok.load("cl100k_base")
+        >>> text, starts = enc.decode_with_offsets(enc.encode("hi 👋!"))
+        >>> text, starts.tolist()
+        ('hi 👋!', [0, 2, 3, 4])
+        """
+        arr = _as_ids(ids)
+        text = self.decode_bytes(arr).decode("utf-8", errors="strict")  # validates the ids too
+        return text, offsets_module.token_char_offsets(self, arr)[:, 0].copy()
+
+    def decode_batch(self, batch_or_ids: BatchEncoding | Iterable[Iterable[int] | np.ndarray], *,
+                     num_threads: int | None = None, errors: str = "replace") -> list[str]:
+        """:meth:`decode` of every text of a :class:`BatchEncoding` or of a list of id arrays.
+        The ids of all texts are decoded in one kernel call; ``num_threads`` is accepted for
+        symmetry with :meth:`encode_batch` (decoding is memory-bound and runs on one thread).
+
+        >>> import numtok
+        >>> enc = numtok.load("cl100k_base")
+        >>> enc.decode_batch(enc.encode_batch(["hello world", "", "héllo"]))
+        ['hello world', '', 'héllo']
+        """
+        check_threads(num_threads)
+        if isinstance(batch_or_ids, BatchEncoding):
+            flat, bounds = batch_or_ids.ids, batch_or_ids.offsets
+        else:
+            if isinstance(batch_or_ids, (str, bytes, np.ndarray)):
+                raise TypeError("decode_batch takes a BatchEncoding or a list of id sequences")
+            parts = [_as_ids(x) for x in batch_or_ids]
+            flat = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            bounds = np.zeros(len(parts) + 1, dtype=np.int64)
+            np.cumsum([len(p) for p in parts], out=bounds[1:])
+        flat = _as_ids(flat)
+        data = self.decode_bytes(flat)  # checks every id
+        ends = np.zeros(len(flat) + 1, dtype=np.int64)
+        np.cumsum(self._dec_off[flat + 1] - self._dec_off[flat], out=ends[1:])
+        cuts = ends[bounds].tolist()
+        return [data[cuts[i] : cuts[i + 1]].decode("utf-8", errors=errors) for i in range(len(cuts) - 1)]
+
     def decode_single_token_bytes(self, token: int) -> bytes:
         """The bytes of one id."""
         return self.decode_bytes([token])
@@ -406,8 +507,31 @@ class Tokenizer:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> Tokenizer:
-        """Read a byte-level BPE Hugging Face ``tokenizer.json``."""
+        """Read a byte-level BPE Hugging Face ``tokenizer.json`` (or the one in a directory
+        written by :meth:`save_pretrained` or ``transformers``' ``save_pretrained``)."""
+        if os.path.isdir(path):
+            path = os.path.join(path, "tokenizer.json")
         return cls(**hf_json.read_hf_json(path))
+
+    def save_pretrained(
+        self,
+        directory: str | os.PathLike,
+        *,
+        bos_token: str | None = None,
+        eos_token: str | None = "<|endoftext|>",
+        unk_token: str | None = None,
+        pad_token: str | None = None,
+        model_max_length: int | None = None,
+    ) -> None:
+        """Write ``tokenizer.json``, ``tokenizer_config.json`` and ``special_tokens_map.json``
+        into ``directory`` (created if needed; other files there are left alone), so that
+        ``transformers.AutoTokenizer.from_pretrained(directory)`` loads this tokenizer offline.
+        The bos/eos/unk/pad arguments name special tokens of this tokenizer (the default eos is
+        dropped when the tokenizer has no such token); each file is written atomically."""
+        pretrained.save_pretrained(
+            self, directory, bos_token=bos_token, eos_token=eos_token, unk_token=unk_token,
+            pad_token=pad_token, model_max_length=model_max_length,
+        )  # fmt: skip
 
     def save_tiktoken(self, path: str | os.PathLike) -> None:
         """Write a ``.tiktoken`` rank file and its sidecar JSON (see :func:`numtok.io.tiktoken_file.save_tiktoken`)."""
