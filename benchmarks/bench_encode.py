@@ -49,6 +49,12 @@ class Encode:
     def time_encode_batch_2(self, encoding):
         self.enc.encode_ordinary_batch(self.docs, num_threads=2)
 
+    def time_encode_with_offsets(self, encoding):
+        self.enc.encode_with_offsets(self.text)
+
+    def time_count_tokens_batch_2(self, encoding):
+        self.enc.count_tokens_batch(self.docs, num_threads=2)
+
     def time_encode_batch_checked_2(self, encoding):
         self.enc.encode_batch(self.docs, num_threads=2)  # special tokens looked for (disallowed)
 

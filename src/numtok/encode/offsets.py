@@ -19,11 +19,21 @@ _ONE_DOC = np.zeros(2, dtype=np.int64)
 def token_char_offsets(tok, ids: np.ndarray, doc_bounds: np.ndarray | None = None) -> np.ndarray:
     """(n, 2) int64 character offsets of ``ids`` (valid ids of ``tok``), counted from the start
     of each document of ``doc_bounds`` (default: all one document)."""
-    ids = np.ascontiguousarray(ids, dtype=np.int64)
     if doc_bounds is None:
         doc_bounds = _ONE_DOC.copy()
         doc_bounds[1] = len(ids)
-    return _ok.char_offsets(ids, tok._dec_bytes, tok._dec_off, np.ascontiguousarray(doc_bounds, dtype=np.int64))
+    counts, inside, lens = _char_tables(tok)
+    return _ok.char_offsets(ids, counts, inside, lens, np.ascontiguousarray(doc_bounds, dtype=np.int64))
+
+
+def _char_tables(tok) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per id of ``tok``: characters started, starts inside a character, bytes (made once)."""
+    tables = tok.__dict__.get("_char_tables")
+    if tables is None:
+        counts, inside = _ok.token_char_counts(tok._dec_bytes, tok._dec_off)
+        tables = (counts, inside, np.diff(tok._dec_off).astype(np.int32))
+        tok._char_tables = tables  # derived from the decode table, which never changes
+    return tables
 
 
 def check_spells_text(tok, ids: np.ndarray, raw: bytes) -> None:
