@@ -6,6 +6,7 @@ kitoken when they import), all on the same text in one run.
     python benchmarks/compare_encode.py CORPUS --encodings cl100k_base --repeat 5 --threads 2
     python benchmarks/compare_encode.py CORPUS --only numtok,tiktoken --modes single,batch
     python benchmarks/compare_encode.py CORPUS --only numtok,tiktoken --modes single --short --worst
+    python benchmarks/compare_encode.py /work/corpus/multi-100M.txt --by-script --modes single,batch1
 
 Modes (every figure is MB/s of UTF-8 input, the median of ``--repeat`` runs; the machine is
 shared, so compare medians and the ratios to tiktoken printed next to them):
@@ -23,6 +24,16 @@ HF tokenizers / tokie / kitoken from a tokenizer.json numtok writes, gigatoken f
 ``<name>.tiktoken`` copy. Before timing, every library's ids on the first ``--check-mb`` MB are
 compared with tiktoken's ("exact" column). numtok and gigatoken keep a piece cache across
 calls: ``first`` is numtok's first run on a fresh cache, the median includes warm runs.
+
+``--by-script`` (for the multi-*.txt files of benchmarks/corpus/build-multilingual) splits the
+corpus into documents as the batch modes do, gives each document the script group holding >= 60%
+of its letter bytes (UTF-8 bytes of all characters but whitespace, ASCII digits and punctuation and
+U+0300-U+036F; a document without letters counts as latin), else ``mixed``, and times each group on
+its own: ``single`` on the group's documents joined, the batch modes on them as a list. Groups:
+cjk (Han, kana, CJK punctuation, fullwidth forms), korean (Hangul syllables and Jamo), cyrillic,
+devanagari, latin (ASCII and Latin letters), mixed. Every library's ids from each mode's first
+run, on the whole group, are compared with tiktoken's. build-multilingual's MANIFEST uses the same
+rule (there on whole files, here on the blank-line-separated documents).
 """
 
 from __future__ import annotations
@@ -30,6 +41,8 @@ from __future__ import annotations
 import argparse
 import base64
 import os
+import re
+import resource
 import statistics
 import sys
 import tempfile
@@ -259,6 +272,150 @@ def _same(a, b) -> bool:
     return np.array_equal(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
 
 
+# Script groups: the rule of benchmarks/corpus/build-multilingual (keep the two in step).
+GROUP_RANGES = {
+    "cjk": r"\u2E80-\u2FDF\u3000-\u303F\u3040-\u309F\u30A0-\u30FF\u3100-\u312F\u3190-\u31FF"
+    r"\u3200-\u33FF\u3400-\u4DBF\u4E00-\u9FFF\uF900-\uFAFF\uFE30-\uFE4F\uFF00-\uFF9F"
+    r"\uFFE0-\uFFEF\U00020000-\U0003FFFF",
+    "korean": r"\u1100-\u11FF\u3130-\u318F\uA960-\uA97F\uAC00-\uD7FF\uFFA0-\uFFDF",
+    "cyrillic": r"\u0400-\u052F\u1C80-\u1C8F\u2DE0-\u2DFF\uA640-\uA69F",
+    "devanagari": r"\u0900-\u097F\u1CD0-\u1CFF\uA8E0-\uA8FF",
+    "latin": r"A-Za-z\u00AA\u00BA\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F\u1E00-\u1EFF",
+}
+GROUP_RE = {g: re.compile(f"[{r}]+") for g, r in GROUP_RANGES.items()}
+NEUTRAL_RE = re.compile(r"[\s!-@\[-`{-~\u0300-\u036F]+")  # whitespace, ASCII digits/punctuation, combining marks
+GROUPS = ("cjk", "korean", "cyrillic", "devanagari", "latin", "mixed")
+DOMINANT = 0.60
+
+
+def _utf8_len(parts: list[str]) -> int:
+    return len("".join(parts).encode("utf-8"))
+
+
+def script_group(text: str) -> str:
+    """The group holding >= 60% of text's letter bytes, else "mixed" (no letters: "latin")."""
+    letters = len(text.encode("utf-8")) - _utf8_len(NEUTRAL_RE.findall(text))
+    if letters <= 0:
+        return "latin"
+    counts = {g: _utf8_len(p.findall(text)) for g, p in GROUP_RE.items()}
+    group = max(counts, key=counts.get)
+    return group if counts[group] >= DOMINANT * letters else "mixed"
+
+
+def _flat(out) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, ids per text) of a single or batch result, whatever the library returns."""
+    if hasattr(out, "offsets") and hasattr(out, "ids"):  # numtok's BatchEncoding
+        return np.asarray(out.ids, dtype=np.int64), np.diff(np.asarray(out.offsets))
+    if isinstance(out, (list, tuple)) and out and not isinstance(out[0], (int, np.integer)):
+        lengths = np.array([len(x) for x in out], dtype=np.int64)
+        return np.concatenate([np.asarray(x, dtype=np.int64) for x in out]), lengths
+    ids = np.asarray(out, dtype=np.int64)
+    return ids, np.array([len(ids)])
+
+
+def run_modes(lib, runs: dict, repeat: int) -> tuple[dict, dict]:
+    """As main's loop: each mode's first run on an empty piece cache, then the modes take turns.
+    Returns ({mode: seconds of each run}, {mode: _flat(output of its first run)})."""
+    times, first = {}, {}
+    for mode, (fn, _) in runs.items():
+        if hasattr(lib, "reset"):
+            lib.reset()
+        t0 = time.perf_counter()
+        out = fn()
+        times[mode] = [time.perf_counter() - t0]
+        first[mode] = _flat(out)
+        del out
+    for _ in range(repeat - 1):
+        for mode, (fn, _) in runs.items():
+            times[mode].append(timed(fn, 1)[0])
+    return times, first
+
+
+def print_peak_rss() -> None:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(f"\npeak RSS {peak:.0f} MiB (this process: every library and encoding)")
+
+
+def by_script(args, docs: list[str], modes: list[str], wanted: set, workdir: str) -> None:
+    t0 = time.perf_counter()
+    groups: dict[str, list[str]] = {g: [] for g in GROUPS}
+    for d in docs:
+        groups[script_group(d)].append(d)
+    sizes = {g: sum(len(d.encode("utf-8")) for d in ds) for g, ds in groups.items()}
+    total = sum(sizes.values())
+    print(f"script groups ({time.perf_counter() - t0:.1f} s to classify):")
+    for g in GROUPS:
+        print(f"  {g:10s} {sizes[g] / 1e6:7.2f} MB {100 * sizes[g] / total:5.1f}%  {len(groups[g]):7d} documents")
+    for encoding in args.encodings.split(","):
+        print(f"\n== {encoding}")
+        libs = []
+        for cls in LIBRARIES:
+            if wanted and cls.name not in wanted:
+                continue
+            try:
+                libs.append(cls(encoding, workdir))
+            except Exception as exc:  # noqa: BLE001 - a missing or failing competitor is reported, not fatal
+                print(f"  {cls.name:14s} unavailable: {type(exc).__name__}: {str(exc)[:100]}")
+        libs.sort(key=lambda lib: lib.name != "tiktoken")  # tiktoken first: its ids are the reference
+        ref_lib = libs[0] if libs and libs[0].name == "tiktoken" else Tiktoken(encoding, workdir)
+        table: dict[str, dict[str, dict[str, float]]] = {}  # group -> library -> mode -> MB/s
+        for g in GROUPS:
+            gdocs, size = groups[g], sizes[g]
+            if not gdocs:
+                continue
+            gtext = "".join(gdocs)
+            print(f"  -- {g}: {size / 1e6:.2f} MB, {len(gdocs)} documents", flush=True)
+            reference: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # "single" / "batch" -> tiktoken's ids
+            table[g] = {}
+            for lib in libs:
+                runs = {}
+                for mode in modes:
+                    if mode in lib.modes:
+                        threads = 1 if mode == "batch1" else args.threads
+                        fn = (lambda: lib.encode(gtext)) if mode == "single" else (lambda t=threads: lib.batch(gdocs, t))
+                        runs[mode] = (fn, size)
+                try:
+                    times, first = run_modes(lib, runs, args.repeat)
+                except Exception as exc:  # noqa: BLE001
+                    print(f"    {lib.name:14s} error {type(exc).__name__}: {str(exc)[:100]}")
+                    continue
+                exact = True
+                for m, out in first.items():
+                    kind = "single" if m == "single" else "batch"
+                    if kind not in reference:
+                        if lib is ref_lib:
+                            reference[kind] = out
+                        else:
+                            reference[kind] = _flat(ref_lib.encode(gtext) if kind == "single" else ref_lib.batch(gdocs, 1))
+                    exact &= np.array_equal(out[0], reference[kind][0]) and np.array_equal(out[1], reference[kind][1])
+                del first
+                table[g][lib.name] = {m: size / statistics.median(ts) / 1e6 for m, ts in times.items()}
+                row = "  ".join(
+                    f"{m} {table[g][lib.name][m]:7.1f}" + (f" (first {size / times[m][0] / 1e6:.1f})" if lib.name == "numtok" else "")
+                    for m in modes if m in times
+                )  # fmt: skip
+                print(f"    {lib.name:14s} exact={exact!s:5s}  MB/s: {row}", flush=True)
+            res = table[g]
+            for other in ("tiktoken", "gigatoken"):
+                if "numtok" in res and other in res:
+                    ratios = "  ".join(f"{m} {res['numtok'][m] / res[other][m]:5.2f}x" for m in modes if m in res["numtok"] and m in res[other])
+                    print(f"    numtok / {other:10s} {ratios}")
+        # one table per mode: MB/s of every group and library, and numtok's ratios
+        names = [cls.name for cls in LIBRARIES if any(lib.name == cls.name for lib in libs)]
+        others = [o for o in ("tiktoken", "gigatoken") if "numtok" in names and o in names]
+        for m in modes:
+            if not any(m in r for res in table.values() for r in res.values()):
+                continue
+            head = "".join(f"{n:>12s}" for n in names) + "".join(f"{'numtok/' + o[:4]:>14s}" for o in others)
+            print(f"\n  {encoding}, {m}, MB/s (median of {args.repeat}):\n  {'group':10s} {'MB':>7s}{head}")
+            for g, res in table.items():
+                cells = "".join(f"{res[n][m]:12.1f}" if m in res.get(n, {}) else f"{'-':>12s}" for n in names)
+                for o in others:
+                    ok = m in res.get("numtok", {}) and m in res.get(o, {})
+                    cells += f"{res['numtok'][m] / res[o][m]:13.2f}x" if ok else f"{'-':>14s}"
+                print(f"  {g:10s} {sizes[g] / 1e6:7.2f}{cells}", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus")
@@ -271,6 +428,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-mb", type=float, default=0, help="use only the first MB of the corpus")
     ap.add_argument("--worst", action="store_true", help="also time the worst cases (CPU ms) and their doubling")
     ap.add_argument("--short", action="store_true", help="also time one call per line on 10,000 short lines (us per call)")
+    ap.add_argument("--by-script", action="store_true", help="time each script group's documents on their own (see above)")
     args = ap.parse_args(argv)
 
     with open(args.corpus, encoding="utf-8") as f:
@@ -285,6 +443,10 @@ def main(argv=None) -> int:
     workdir = tempfile.mkdtemp(prefix="numtok-compare-")
     print(f"corpus {args.corpus}: {n_bytes / 1e6:.1f} MB, {len(docs)} documents; threads={args.threads}; "
           f"median of {args.repeat} (python {sys.version.split()[0]})")  # fmt: skip
+    if args.by_script:
+        by_script(args, docs, modes, wanted, workdir)
+        print_peak_rss()
+        return 0
 
     for encoding in args.encodings.split(","):
         print(f"\n== {encoding}")
@@ -340,6 +502,7 @@ def main(argv=None) -> int:
                     continue
                 ratios = "  ".join(f"{m} {res[m][1] / base[m][1]:5.2f}x" for m in modes if m in res and m in base)
                 print(f"  {name:14s} vs tiktoken: {ratios}")
+    print_peak_rss()
     return 0
 
 
