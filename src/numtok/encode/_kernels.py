@@ -89,13 +89,16 @@ CACHE_MAX_BYTES = 15
 CACHE_MAX_IDS = 4
 _NO_IDS = np.uint64(0xFFFFFFFFFFFFFFFF)
 # After the sets, a direct-mapped region for pieces of 16..64 bytes (whitespace runs, long
-# words), an eighth as many entries as sets (a cache of 2**bits sets is 10 << bits words): 16
-# uint64 each, the piece's bytes (8 words, zero-padded), then n_ids << 8 | length, then up to
-# 14 ids, two per word. (A fixed 4096 entries missed most long pieces of 100 MB of text, each
-# then merged from 16+ symbols: 5-7 % of a warm encode.)
+# words) and for shorter ones of more than 4 ids (CJK: a 15-byte piece is 5 letters, each one
+# to three ids), an eighth as many entries as sets (a cache of 2**bits sets is 10 << bits
+# words): 16 uint64 each, the piece's bytes (8 words, zero-padded), then n_ids << 8 | length,
+# then up to 21 ids, three per word (21 bits each, see ID_BITS). (A fixed 4096 entries missed
+# most long pieces of 100 MB of text, each then merged from 16+ symbols: 5-7 % of a warm
+# encode.)
 LONG_SHIFT = 3
 LONG_MAX_BYTES = 64
-LONG_MAX_IDS = 14
+LONG_MAX_IDS = 21
+_ID_MASK = np.uint64((1 << ID_BITS) - 1)
 
 # How many pieces ahead encode_spans prefetches table lines.
 _PREFETCH_DISTANCE = 12
@@ -749,7 +752,20 @@ def _encode_loop(
                                     k += 1
                         j += 1
                         continue
-                elif L <= long_max:
+                # Not in the token table's home slot nor in the piece cache (both lines were
+                # prefetched): a token further along its probe chain, a piece in the long-piece
+                # region, or a piece to merge. (Probing the chain before the cache cost a line
+                # not prefetched for most pieces not whole: 2-5 % of the time; a short piece's
+                # chain is probed before the long region, whose line was not prefetched; a long
+                # piece's after it.)
+                if L <= cache_max and L <= max_whole_len:
+                    v = _find_key(whole_tab, whole_ext, wbits, tok_bytes, tok_off, data, s, L, k0, h)
+                    if v >= 0:
+                        out[k] = v
+                        k += 1
+                        j += 1
+                        continue
+                if L <= long_max and L > CACHE_MAX_IDS:  # fewer bytes are at most 4 ids
                     lslot = long_base + 16 * np.int64(h >> np.uint64(64 - long_bits))
                     meta = cache[lslot + 8]
                     if np.int64(meta & np.uint64(0xFF)) == L:
@@ -759,15 +775,11 @@ def _encode_loop(
                         if q >= L:
                             m = np.int64(meta >> np.uint64(8))
                             for q in range(m):
-                                out[k + q] = np.int64((cache[lslot + 9 + (q >> 1)] >> np.uint64(32 * (q & 1))) & _LOW32)
+                                out[k + q] = np.int64((cache[lslot + 9 + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
                             k += m
                             j += 1
                             continue
-                # Not in the token table's home slot nor in the piece cache (both lines were
-                # prefetched): a token further along its probe chain, or a piece to merge.
-                # (Probing the chain before the cache cost a line not prefetched for most
-                # pieces not whole: 2-5 % of the time.)
-                if L <= max_whole_len:
+                if L > cache_max and L <= max_whole_len:
                     v = _find_key(whole_tab, whole_ext, wbits, tok_bytes, tok_off, data, s, L, k0, h)
                     if v >= 0:
                         out[k] = v
@@ -812,7 +824,7 @@ def _encode_loop(
                 for q in range(7):
                     cache[lslot + 9 + q] = _U64_0
                 for q in range(n):
-                    cache[lslot + 9 + (q >> 1)] |= np.uint64(sym[q]) << np.uint64(32 * (q & 1))
+                    cache[lslot + 9 + q // 3] |= np.uint64(sym[q]) << np.uint64(ID_BITS * (q % 3))
             j += 1
         if doc_special[d] >= 0:
             if k + 1 > cap:
