@@ -11,6 +11,8 @@ with linear probing, power-of-two sizes, load factor <= 1/2:
 * **pair table** ``uint64[P]``: ``left (21 bits) | right (21 bits) | priority (22 bits)``,
   all ones = empty. Priority is the merged token's rank, which is its id (rank mode,
   tiktoken), or the merge's index, mapped to its result by ``res_of`` (merge mode, HF).
+* **pair filter** ``uint64[F]``: a blocked Bloom filter of the pair table's pairs, read
+  before it while merging (``_pair_pri_f``).
 * **byte-pair table** ``int32[65536]``: the priority of every pair of one-byte tokens, so the
   first round of merging a piece never touches the pair table.
 * **piece cache** (one per running call, reused across calls): pieces of <= 15 bytes that
@@ -72,6 +74,7 @@ _U1 = np.uint64(1)
 _U2 = np.uint64(2)
 _u = np.uint64  # an unsigned index: Numba adds no wraparound for negative ones
 _NO_EXT = np.zeros(0, np.uint64)  # _find_key without a key_table_ext
+_NO_FILTER = np.full(2, 0xFFFFFFFFFFFFFFFF, np.uint64)  # a pair filter that lets every pair through
 
 # Pair table entries are one uint64: left id (21 bits) | right id (21 bits) | priority (22 bits).
 ID_BITS = 21
@@ -204,6 +207,52 @@ def _pair_pri(ptab, pbits, left, right, max_pri):
         if e == _ALL_ONES:
             return INF_PRIORITY
         slot = (slot + _U1) & mask
+
+
+@njit(inline="always")
+def _filter_spot(left, right, fbits):
+    """(word, two-bit mask) of the pair (left, right) in a pair filter of 2**fbits words."""
+    h = ((np.uint64(left) << np.uint64(ID_BITS)) | np.uint64(right)) * _C2
+    bit_mask = (_U1 << ((h >> np.uint64(20)) & np.uint64(63))) | (_U1 << ((h >> np.uint64(26)) & np.uint64(63)))
+    return h >> np.uint64(64 - fbits), bit_mask
+
+
+@njit(inline="always")
+def _pair_pri_f(ptab, pbits, pfilter, fbits, left, right, max_pri):
+    """_pair_pri behind the pair filter: most pairs of a piece's later rounds are no pair (two
+    CJK letters, two words' parts), and the filter (256-512 KiB) answers them without a probe
+    of the megabyte pair table."""
+    w, m = _filter_spot(left, right, fbits)
+    if (pfilter[w] & m) != m:
+        return INF_PRIORITY
+    return _pair_pri(ptab, pbits, left, right, max_pri)
+
+
+@njit(cache=True, nogil=True)
+def build_pair_filter(ptab):
+    """Blocked Bloom filter of the pairs of a pair table: two bits in one word per pair, about
+    8 bits per pair (~5 % false positives). Returns (filter, log2 of its number of words)."""
+    n = 0
+    for e in ptab:
+        if e != _ALL_ONES:
+            n += 1
+    fbits = 1
+    while (64 << fbits) < 8 * n:
+        fbits += 1
+    pfilter = np.zeros(1 << fbits, np.uint64)
+    for e in ptab:
+        if e != _ALL_ONES:
+            w, m = _filter_spot(np.int64(e >> _KEY_LEFT), np.int64((e >> _KEY_RIGHT) & np.uint64(MAX_ID + 1)), fbits)
+            pfilter[w] |= m
+    return pfilter
+
+
+@njit(inline="always")
+def _filter_bits(pfilter):
+    bits = 0
+    while (1 << bits) < pfilter.shape[0]:
+        bits += 1
+    return bits
 
 
 @njit(inline="always")
@@ -378,15 +427,15 @@ def rank_pair_table(tok_bytes, tok_off, tok_tab, ids):
 
 
 @njit(inline="always")
-def _merge_small(sym, n, pp, ptab, pbits, max_pri, res_of):
+def _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of):
     """tiktoken's O(n*m) loop: merge the lowest-priority, leftmost pair until none is left."""
     for i in range(n - 1):
-        pp[i] = _pair_pri(ptab, pbits, sym[i], sym[i + 1], max_pri)
-    return _merge_rounds(sym, n, pp, ptab, pbits, max_pri, res_of)
+        pp[i] = _pair_pri_f(ptab, pbits, pfilter, fbits, sym[i], sym[i + 1], max_pri)
+    return _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of)
 
 
 @njit(inline="always")
-def _merge_rounds(sym, n, pp, ptab, pbits, max_pri, res_of):
+def _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of):
     """The merge loop of _merge_small, once pp holds the priorities of the first round.
 
     n < 64, so (priority << 6 | position) orders pairs by priority, then leftmost, and the
@@ -406,9 +455,9 @@ def _merge_rounds(sym, n, pp, ptab, pbits, max_pri, res_of):
             pp[i] = pp[i + 1]
         n -= 1
         if at > 0:
-            pp[at - 1] = _pair_pri(ptab, pbits, sym[at - 1], sym[at], max_pri)
+            pp[at - 1] = _pair_pri_f(ptab, pbits, pfilter, fbits, sym[at - 1], sym[at], max_pri)
         if at < n - 1:
-            pp[at] = _pair_pri(ptab, pbits, sym[at], sym[at + 1], max_pri)
+            pp[at] = _pair_pri_f(ptab, pbits, pfilter, fbits, sym[at], sym[at + 1], max_pri)
     return n
 
 
@@ -446,7 +495,7 @@ def _heap_pop(heap, hn):
 
 
 @njit
-def _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, max_pri, res_of):
+def _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, max_pri, res_of):
     """O(n log n) merging for long pieces: linked list of symbols + lazy min-heap."""
     hn = 0
     for i in range(n):
@@ -455,7 +504,7 @@ def _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, max_pri, res_of):
     nxt[n - 1] = -1
     pp[n - 1] = INF_PRIORITY
     for i in range(n - 1):
-        pp[i] = _pair_pri(ptab, pbits, sym[i], sym[i + 1], max_pri)
+        pp[i] = _pair_pri_f(ptab, pbits, pfilter, fbits, sym[i], sym[i + 1], max_pri)
         if pp[i] < INF_PRIORITY:
             hn = _heap_push(heap, hn, (pp[i] << 32) | i)
     while hn > 0:
@@ -474,11 +523,11 @@ def _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, max_pri, res_of):
             prv[q] = i
         h = prv[i]
         if h >= 0:
-            pp[h] = _pair_pri(ptab, pbits, sym[h], sym[i], max_pri)
+            pp[h] = _pair_pri_f(ptab, pbits, pfilter, fbits, sym[h], sym[i], max_pri)
             if pp[h] < INF_PRIORITY:
                 hn = _heap_push(heap, hn, (pp[h] << 32) | h)
         if q >= 0:
-            pp[i] = _pair_pri(ptab, pbits, sym[i], sym[q], max_pri)
+            pp[i] = _pair_pri_f(ptab, pbits, pfilter, fbits, sym[i], sym[q], max_pri)
             if pp[i] < INF_PRIORITY:
                 hn = _heap_push(heap, hn, (pp[i] << 32) | i)
         else:
@@ -533,11 +582,11 @@ def _initial_symbols(data, s, L, units, byte_id, tok_bytes, tok_off, tok_tab, tb
 
 
 @njit(inline="always")
-def _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, res_of):
+def _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, pfilter, fbits, res_of):
     """_merge_small for a piece whose symbols are its bytes: the first round reads ``bp``."""
     for i in range(n - 1):
         pp[i] = bp[(np.int64(data[s + i]) << 8) | data[s + i + 1]]
-    return _merge_rounds(sym, n, pp, ptab, pbits, INF_PRIORITY, res_of)
+    return _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, INF_PRIORITY, res_of)
 
 
 @njit(inline="always")
@@ -612,7 +661,7 @@ def grow_piece_cache(old, new):
 @njit(cache=True, nogil=True)
 def encode_spans(
     data, spans, docs, doc_special, doc_end, j, d, out, k,
-    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
+    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
     units, unk_id, eow_id, cache, heap_min,
 ):  # fmt: skip
     """Encode the pieces ``spans`` of the documents ``docs`` of ``data`` into ``out``.
@@ -642,7 +691,7 @@ def encode_spans(
     heap = np.empty(3 * heap_size, np.int64)
     return _encode_loop(
         data, spans, docs, doc_special, doc_end, j, d, out, k,
-        byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
+        byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
         units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap,
     )  # fmt: skip
 
@@ -652,13 +701,14 @@ def encode_spans(
 @njit(cache=True, nogil=True, _nrt=False)
 def _encode_loop(
     data, spans, docs, doc_special, doc_end, j, d, out, k,
-    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
+    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
     units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap,
 ):  # fmt: skip
     """The loop of ``encode_spans``, with its work arrays."""
     tbits = _table_bits(tok_tab)
     wbits = _table_bits(whole_tab)
     pbits = _pair_bits(ptab)
+    fbits = _filter_bits(pfilter)
     cache_bits, long_base, long_bits = _cache_layout(cache)
     cache_max = CACHE_MAX_BYTES if cache_bits > 0 else 0
     long_max = LONG_MAX_BYTES if cache_bits > 0 else 0
@@ -790,11 +840,11 @@ def _encode_loop(
             if n < 0:
                 return ST_NO_SYMBOL, k, j, d, -1 - n
             if n >= heap_min:
-                n = _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, INF_PRIORITY, res_of)
+                n = _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, INF_PRIORITY, res_of)
             elif plain_bytes:
-                n = _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, res_of)
+                n = _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, pfilter, fbits, res_of)
             else:
-                n = _merge_small(sym, n, pp, ptab, pbits, INF_PRIORITY, res_of)
+                n = _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, INF_PRIORITY, res_of)
             for q in range(n):
                 out[k + q] = sym[q]
             k += n
@@ -838,7 +888,7 @@ def _encode_loop(
 @njit(cache=True, nogil=True)
 def encode_text(
     scanner, data, n, flags,
-    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
+    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
     units, unk_id, eow_id, cache, heap_min,
 ):  # fmt: skip
     """Pre-tokenize the text ``data[:n]`` (padded) with scanner number ``scanner``
@@ -856,7 +906,7 @@ def encode_text(
     zero = np.int64(0)  # not the literal 0: encode_spans keeps the one signature Python calls
     status, k, _, _, pos = encode_spans(
         data, spans, docs, doc_special, doc_end, zero, zero, out, zero,
-        byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, res_of,
+        byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
         units, unk_id, eow_id, cache, heap_min,
     )  # fmt: skip
     return status, out[:k], pos
@@ -897,9 +947,9 @@ def derive_merges(tok_bytes, tok_off, byte_id, ptab, ids):
         if not ok:
             continue
         if L >= 64:
-            n = _merge_heap(sym, L, pp, nxt, prv, heap, ptab, pbits, tid, res_of)
+            n = _merge_heap(sym, L, pp, nxt, prv, heap, ptab, pbits, _NO_FILTER, 1, tid, res_of)
         else:
-            n = _merge_small(sym, L, pp, ptab, pbits, tid, res_of)
+            n = _merge_small(sym, L, pp, ptab, pbits, _NO_FILTER, 1, tid, res_of)
         if n == 2:
             left[i] = sym[0]
             right[i] = sym[1]

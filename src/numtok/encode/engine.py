@@ -126,7 +126,7 @@ def encode_whole(tok, data: np.ndarray, n: int) -> np.ndarray:
         status, ids, pos = _k.encode_text(
             tok._scanner_id, data, n, class_table(),
             tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
-            tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
+            tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
             piece_cache, tok._heap_min,
         )  # fmt: skip
     finally:
@@ -154,7 +154,7 @@ def run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, piece_
             status, k, j, d, pos = _k.encode_spans(
                 data, gspans, gdocs, gspecial, gend, j, d, out, k,
                 tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
-                tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
+                tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
                 piece_cache, tok._heap_min,
             )  # fmt: skip
             if status == _k.ST_DONE:

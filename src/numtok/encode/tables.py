@@ -138,6 +138,7 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
         )
     # Read at random for every piece: on 2 MiB pages (see _native.hugepages).
     tok._tok_tab, tok._pair_tab = _hugepages.copy(tok._tok_tab), _hugepages.copy(tok._pair_tab)
+    tok._pair_filter = _k.build_pair_filter(tok._pair_tab)
     if dup >= 0:
         tid = int(mids[dup])
         raise ValueError(f"token {tok._token_bytes(tid)!r} appears twice in the vocab (ids include {tid})")

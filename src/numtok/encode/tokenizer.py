@@ -98,6 +98,7 @@ class Tokenizer:
     _res_of: np.ndarray
     _tok_tab: np.ndarray
     _pair_tab: np.ndarray
+    _pair_filter: np.ndarray  # a Bloom filter of the pair table (most CJK letter pairs are no pair)
     _bp: np.ndarray
     _whole_tab: np.ndarray
     _whole_ext: np.ndarray
