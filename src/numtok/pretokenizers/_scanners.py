@@ -173,13 +173,26 @@ def _char_multi(data, p, end, flags):
 
 
 @_inline
+def _char_nonascii(data, p, end, flags):
+    """``_char_multi`` with a 3-byte character (CJK, Hangul, Devanagari, ...) decoded inline:
+    a run of them no longer makes a call per character."""
+    b0 = np.int64(data[_u(p)])
+    if b0 >= 0xE0 and b0 < 0xF0 and p + 2 < end:
+        b1 = np.int64(data[_u(p + 1)])
+        b2 = np.int64(data[_u(p + 2)])
+        if (b1 & 0xC0) == 0x80 and (b2 & 0xC0) == 0x80:
+            return flags[((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)], 3
+    return _char_multi(data, p, end, flags)
+
+
+@_inline
 def _char_at(data, p, end, flags):
     """(class, byte length) of the character starting at ``data[p]``: an ASCII byte's from
-    the table, any other's from ``_char_multi``."""
+    the table, any other's from ``_char_nonascii``."""
     b = data[_u(p)]
     if b < 0x80:
         return flags[b], 1
-    return _char_multi(data, p, end, flags)
+    return _char_nonascii(data, p, end, flags)
 
 
 @_inline
@@ -416,7 +429,7 @@ def _class_run(data, p, end, flags, mask):
                 return p
             p += 1
         else:
-            c, k = _char_multi(data, p, end, flags)
+            c, k = _char_nonascii(data, p, end, flags)
             if c & mask == 0:
                 return p
             p += k
@@ -452,7 +465,7 @@ def _space_run(data, i, e, end, flags, crlf_end):
             if c & _CRLF:
                 crlf_end = e
         else:
-            c, k = _char_multi(data, e, end, flags)
+            c, k = _char_nonascii(data, e, end, flags)
             if c & _S == 0:
                 break
             last = e
