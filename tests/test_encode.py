@@ -254,12 +254,44 @@ def test_piece_cache_hits_equal_fresh_merges(name):
     rng = random.Random(name)
     pieces = [" " * n for n in range(1, 80, 3)] + ["x" * n for n in range(1, 80, 5)]
     pieces += ["".join(rng.choice("qzjxkvw") for _ in range(n)) for n in range(2, 70, 4)]
+    # CJK and Hangul runs: pieces of 5-15 bytes with more than 4 ids, and up to 21 ids.
+    pieces += ["".join(rng.choice("的是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之過家學" "한국어문장입니다") for _ in range(n)) for n in range(2, 30, 3)]
     text = "\n".join(rng.choice(pieces) + rng.choice(["", " ", "\t", "1"]) for _ in range(3000))
     enc, ref = numtok.load(name), reference(name)
     expected = ref.encode_ordinary(text)
     assert ids(enc.encode_ordinary(text)) == expected  # fills the cache
     assert ids(enc.encode_ordinary(text)) == expected  # answered from it
     assert ids(heap_only(name).encode_ordinary(text)) == expected
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_pair_filter_passes_every_pair(name):
+    # A Bloom filter: every pair of the pair table must pass (no false negatives), and it must
+    # stop most pairs that are not in it.
+    from numtok import _encode_kernels as _k
+
+    enc = numtok.load(name)
+    pfilter = enc._pair_filter
+    fbits = int(len(pfilter)).bit_length() - 1
+    tab = enc._pair_tab[enc._pair_tab != np.uint64(2**64 - 1)]
+    left = (tab >> np.uint64(_k.ID_BITS + _k.PRI_BITS)).astype(np.int64)
+    right = ((tab >> np.uint64(_k.PRI_BITS)) & np.uint64((1 << _k.ID_BITS) - 1)).astype(np.int64)
+
+    def passes(lefts, rights):
+        # _filter_spot, written out with NumPy
+        h = ((lefts.astype(np.uint64) << np.uint64(_k.ID_BITS)) | rights.astype(np.uint64)) * np.uint64(0xC2B2AE3D27D4EB4F)
+        m = (np.uint64(1) << ((h >> np.uint64(20)) & np.uint64(63))) | (np.uint64(1) << ((h >> np.uint64(26)) & np.uint64(63)))
+        return (pfilter[(h >> np.uint64(64 - fbits)).astype(np.int64)] & m) == m
+
+    assert passes(left, right).all()
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, enc.n_vocab - 300, size=(2, 100_000))
+    assert passes(a, b).mean() < 0.15
+    # and the kernel's own check agrees with the NumPy one
+    for x, y in list(zip(left[:50], right[:50])) + list(zip(a[:50], b[:50])):
+        assert (_k._pair_pri_f(enc._pair_tab, int(len(enc._pair_tab)).bit_length() - 1, pfilter, fbits, x, y, _k.INF_PRIORITY) < _k.INF_PRIORITY) == (
+            _k._pair_pri(enc._pair_tab, int(len(enc._pair_tab)).bit_length() - 1, x, y, _k.INF_PRIORITY) < _k.INF_PRIORITY
+        )
 
 
 @pytest.mark.parametrize("name", CORE)
