@@ -22,8 +22,10 @@ from .special import NO_SPECIAL
 from .streaming import encode_streamed
 
 # Pieces of at least this many symbols are merged with the heap (O(n log n)); shorter ones
-# with the O(n*m) scan, which is faster when n is small (tiktoken switches at 100 bytes).
-HEAP_MIN = 64
+# with the O(n*m) scan, which is faster when n is small (tiktoken switches at 100 bytes). CJK
+# letter runs of 16-63 bytes merge 1.2-1.25x faster with the heap (behind the pair filter);
+# English is the same either way.
+HEAP_MIN = 16
 # encode_batch cuts the documents into tasks of about this many bytes (more tasks than
 # threads, so that uneven documents still balance).
 _TASK_BYTES = 1 << 20
