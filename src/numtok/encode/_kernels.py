@@ -93,12 +93,13 @@ CACHE_MAX_IDS = 4
 _NO_IDS = np.uint64(0xFFFFFFFFFFFFFFFF)
 # After the sets, a direct-mapped region for pieces of 16..64 bytes (whitespace runs, long
 # words) and for shorter ones of more than 4 ids (CJK: a 15-byte piece is 5 letters, each one
-# to three ids), an eighth as many entries as sets (a cache of 2**bits sets is 10 << bits
-# words): 16 uint64 each, the piece's bytes (8 words, zero-padded), then n_ids << 8 | length,
-# then up to 21 ids, three per word (21 bits each, see ID_BITS). (A fixed 4096 entries missed
-# most long pieces of 100 MB of text, each then merged from 16+ symbols: 5-7 % of a warm
-# encode.)
-LONG_SHIFT = 3
+# to three ids), half as many entries as sets (a cache of 2**bits sets is 16 << bits words):
+# 16 uint64 each, the piece's bytes (8 words, zero-padded), then n_ids << 8 | length, then up
+# to 21 ids, three per word (21 bits each, see ID_BITS). (A fixed 4096 entries missed most long
+# pieces of 100 MB of text, each then merged from 16+ symbols: 5-7 % of a warm encode. An
+# eighth as many as sets kept one per 2 KB of text seen, where CJK text has a distinct piece of
+# 9+ bytes every 50-120 bytes.)
+LONG_SHIFT = 1
 LONG_MAX_BYTES = 64
 LONG_MAX_IDS = 21
 _ID_MASK = np.uint64((1 << ID_BITS) - 1)
@@ -596,7 +597,7 @@ def _cache_layout(cache):
     if cache.shape[0] <= 8:
         return 0, 0, 0
     bits = 0
-    while (10 << bits) < cache.shape[0]:
+    while (8 << bits) + (16 << (bits - LONG_SHIFT)) < cache.shape[0]:
         bits += 1
     return bits, 8 << bits, bits - LONG_SHIFT
 

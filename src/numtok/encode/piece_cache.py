@@ -12,8 +12,8 @@ import numpy as np
 from .._native.threads import cores_at_start
 from . import _kernels as _k
 
-# log2 of the two-way sets of a piece cache (64 bytes each, plus a long-piece region a quarter
-# their size): 1.25 MiB at first, at most 40 MiB per running call (see PieceCaches.take).
+# log2 of the two-way sets of a piece cache (64 bytes each, plus a long-piece region as big):
+# 2 MiB at first, at most 64 MiB per running call (see PieceCaches.take).
 CACHE_BITS = 19
 MIN_CACHE_BITS = 14
 NO_CACHE = _k.new_piece_cache(0)  # for calls that must not learn (building the tables)
@@ -30,7 +30,7 @@ class PieceCaches:
 
     def take(self, nbytes: int) -> np.ndarray:
         """A piece cache for a call about to encode ``nbytes``, sized for all this tokenizer
-        has encoded so far: 1.25 MiB for short calls, growing to 40 MiB (``CACHE_BITS``) once
+        has encoded so far: 2 MiB for short calls, growing to 64 MiB (``CACHE_BITS``) once
         64 MB have been seen (a bigger cache answers more pieces, and merging a piece costs as
         much as ~30 cache hits; a small one is faster to fill on a first pass). A cache that
         grows keeps its entries.
@@ -58,7 +58,7 @@ class PieceCaches:
 
     def give(self, cache: np.ndarray) -> None:
         # Keep one cache per core at most: many threads in flight at once each needed one,
-        # but holding 40 MiB for each of them afterwards would only waste memory. (Appending
+        # but holding 64 MiB for each of them afterwards would only waste memory. (Appending
         # first and trimming after keeps the cap without a lock: every append is followed by
         # its own trim.)
         caches = self.free
