@@ -753,7 +753,14 @@ def _encode_loop(
                     prefetch(whole_tab, 2 * wslot)
                     prefetch(whole_ext, wslot)
                     if cache_bits > 0:
-                        prefetch(cache, 8 * np.int64(h2 >> np.uint64(64 - cache_bits)))
+                        if L2 <= cache_max:
+                            prefetch(cache, 8 * np.int64(h2 >> np.uint64(64 - cache_bits)))
+                        # A long piece, or a short one of 4+ CJK letters (likely 5+ ids), is
+                        # looked for in the long-piece region: its entry's two lines.
+                        if L2 > cache_max or (L2 >= 12 and data[_u(s2)] >= 0xE0):
+                            e2 = long_base + 16 * np.int64(h2 >> np.uint64(64 - long_bits))
+                            prefetch(cache, e2)
+                            prefetch(cache, e2 + 8)
             s = spans[_u(j), 0]
             L = spans[_u(j), 1] - s
             if k + L + extra > cap:
