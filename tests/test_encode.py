@@ -255,7 +255,8 @@ def test_piece_cache_hits_equal_fresh_merges(name):
     pieces = [" " * n for n in range(1, 80, 3)] + ["x" * n for n in range(1, 80, 5)]
     pieces += ["".join(rng.choice("qzjxkvw") for _ in range(n)) for n in range(2, 70, 4)]
     # CJK and Hangul runs: pieces of 5-15 bytes with more than 4 ids, and up to 21 ids.
-    pieces += ["".join(rng.choice("的是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之過家學" "한국어문장입니다") for _ in range(n)) for n in range(2, 30, 3)]
+    letters = "的是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之過家學" "한국어문장입니다"
+    pieces += ["".join(rng.choice(letters) for _ in range(n)) for n in range(2, 30, 3)]
     text = "\n".join(rng.choice(pieces) + rng.choice(["", " ", "\t", "1"]) for _ in range(3000))
     enc, ref = numtok.load(name), reference(name)
     expected = ref.encode_ordinary(text)

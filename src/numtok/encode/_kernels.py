@@ -16,21 +16,22 @@ with linear probing, power-of-two sizes, load factor <= 1/2:
 * **byte-pair table** ``int32[65536]``: the priority of every pair of one-byte tokens, so the
   first round of merging a piece never touches the pair table.
 * **piece cache** (one per running call, reused across calls): pieces of <= 15 bytes that
-  needed merging, with their ids (<= 4), in two-way sets of one 64-byte line; pieces of 16-64
-  bytes (whitespace runs in code, long words) in a small direct-mapped region.
+  needed merging, with their ids (<= 4), in two-way sets of one 64-byte line; longer pieces (up
+  to 64 bytes) and short ones of more than 4 ids (CJK letters) in a direct-mapped region.
 
-Performance notes (cl100k_base on benchmarks' mixed 10 MB corpus, one thread):
+Why it is shaped this way (cl100k_base on mixed English text, one thread):
 
 * 88 % of pieces are a single token (o200k: 90 %). Those of <= 8 bytes (most) cost one masked
   load, one hash (shared with the piece cache) and one probe tested without a branch on the
-  length; one- and two-byte pieces take the same path (a separate one through ``byte_id`` and
-  the byte-pair table was 6-16 % slower: its length branches are mispredicted for a third of
-  the pieces).
+  length; one- and two-byte pieces take the same path, because length branches there are
+  mispredicted for a third of the pieces (6-16 % of the loop).
 * Of the other 12 %, a warm piece cache answers ~90 %; the rest are merged. A piece seen for
-  the first time costs ~0.5-0.8 us, mostly waiting on pair-table lines (3-8 MB tables), and is
-  the largest single cost of a first pass over new text.
+  the first time costs ~0.5-0.8 us, mostly waiting on pair-table lines (3-8 MB tables): the
+  largest single cost of a first pass over new text. In CJK text most adjacent letter pairs
+  are no pair at all, which the pair filter answers from a 256-512 KiB table.
 * Lookups are prefetched ``_PREFETCH_DISTANCE`` pieces ahead (-25 % time): with megabyte
-  tables and random pieces the loop is otherwise bound by memory latency.
+  tables and random pieces the loop is otherwise bound by memory latency (12 is best on 2 MiB
+  pages).
 * Merging uses tiktoken's O(n*m) scan for short pieces and a binary heap over a linked list
   of symbols from ``heap_min`` symbols on, so one enormous piece ("a" * 10**6, a megabyte of
   CJK) costs O(n log n). Ties go to the leftmost pair in both: the scan packs
@@ -40,18 +41,9 @@ Performance notes (cl100k_base on benchmarks' mixed 10 MB corpus, one thread):
 * Work arrays are sized once per call: rebinding arrays inside the loop costs reference-count
   traffic on every piece.
 * Table slots and the loop's hot indices are unsigned (``_u``): a signed index costs three
-  instructions of wraparound for negative values on every access (A/B: 3-7 % of the loop).
-* Tried and measured slower or no faster (same-process A/B, ``time.thread_time``): merging out
-  of line in a separate kernel (first passes ~15 % slower: the call passes ~30 arrays),
-  tiktoken's own merge loop over byte ranges with ranks from the token table instead of the
-  pair table (no gain: those lines are as cold), a two-stage software pipeline that looks a
-  piece up early and prefetches its cache line only when needed (3-5 % slower; again with the
-  tables on 2 MiB pages: 21 % slower), no cache-line prefetch for pieces that need no table
-  (within noise), a 64 MiB piece cache (5 % faster on text seen before, 5 % slower on new
-  text). An earlier trial of 2 MiB pages for the tables measured no gain; with the tables
-  really on them (``_hugepages``, checked in /proc/self/smaps) o200k takes 5-10 % less time.
-  Prefetch distance: 8 was best on 4 KiB pages; on 2 MiB pages 12 is 2-4 % faster than 8
-  and 16 for o200k, the same for cl100k.
+  instructions of wraparound for negative values on every access (3-7 % of the loop).
+* Merging stays inline in the loop: a separate kernel would take ~30 arrays per call (first
+  passes ~15 % slower).
 """
 
 from __future__ import annotations
@@ -95,10 +87,10 @@ _NO_IDS = np.uint64(0xFFFFFFFFFFFFFFFF)
 # words) and for shorter ones of more than 4 ids (CJK: a 15-byte piece is 5 letters, each one
 # to three ids), half as many entries as sets (a cache of 2**bits sets is 16 << bits words):
 # 16 uint64 each, the piece's bytes (8 words, zero-padded), then n_ids << 8 | length, then up
-# to 21 ids, three per word (21 bits each, see ID_BITS). (A fixed 4096 entries missed most long
-# pieces of 100 MB of text, each then merged from 16+ symbols: 5-7 % of a warm encode. An
-# eighth as many as sets kept one per 2 KB of text seen, where CJK text has a distinct piece of
-# 9+ bytes every 50-120 bytes.)
+# to 21 ids, three per word (21 bits each, see ID_BITS). (It grows with the cache: a fixed size
+# missed most long
+# pieces of 100 MB of text, each then merged from 16+ symbols; CJK text has a distinct piece
+# of 9+ bytes every 50-120 bytes.)
 LONG_SHIFT = 1
 LONG_MAX_BYTES = 64
 LONG_MAX_IDS = 21
@@ -734,9 +726,7 @@ def _encode_loop(
         j_stop = lo
         while j < j_stop:
             # Prefetch the table lines of a piece a few ahead: lookups are then no longer bound
-            # by memory latency (the tables are megabytes, the pieces random). Tried: looking
-            # the piece up a stage earlier to prefetch its cache line only when needed (3-5%
-            # slower).
+            # by memory latency (the tables are megabytes, the pieces random).
             ahead = j + _PREFETCH_DISTANCE
             if ahead < n_spans:
                 s2 = spans[_u(ahead), 0]

@@ -52,11 +52,8 @@ slid 32 bytes at a time (``_slide_window``), and cuts pieces three ways, fastest
 
 The kernels allocate nothing and are compiled without Numba's reference counting (``_kernel``):
 with it, each call of a helper taking the arrays cost an atomic incref/decref pair. Output
-arrays are allocated by NumPy (huge pages). Tried and dropped: choosing the run mask without
-branches (selects) in step 2 (0.78x: a longer dependency chain); a table of piece starts
-indexed by the classes of bytes p-2..p+1 (~600 MB/s on pure ASCII, slower on mixed text, as
-it handed over at every non-plain byte); gigatoken's two cursors (25% slower); non-temporal
-stores for the output (0.54x).
+arrays are allocated by NumPy (huge pages). Step 2 chooses the run mask with branches: selects
+make a longer dependency chain (0.78x).
 
 Kernels take ``(data, docs, flags, out, n, d, i)``: they write pieces into ``out`` from row ``n``,
 starting at byte ``i`` of document ``d``, and return the new ``(n, d, i)``; ``d == len(docs)``
