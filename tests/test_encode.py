@@ -269,7 +269,7 @@ def test_piece_cache_hits_equal_fresh_merges(name):
 def test_pair_filter_passes_every_pair(name):
     # A Bloom filter: every pair of the pair table must pass (no false negatives), and it must
     # stop most pairs that are not in it.
-    from numtok import _encode_kernels as _k
+    from numtok.encode import _kernels as _k
 
     enc = numtok.load(name)
     pfilter = enc._pair_filter
