@@ -336,6 +336,20 @@ def print_peak_rss() -> None:
     print(f"\npeak RSS {peak:.0f} MiB (this process: every library and encoding)")
 
 
+def make_libraries(encoding: str, wanted: set[str], workdir: str) -> list:
+    """The libraries asked for (all when ``wanted`` is empty) built for ``encoding``; one that
+    is missing or fails to build is reported and left out."""
+    libs = []
+    for cls in LIBRARIES:
+        if wanted and cls.name not in wanted:
+            continue
+        try:
+            libs.append(cls(encoding, workdir))
+        except Exception as exc:  # noqa: BLE001 - a missing or failing competitor is reported, not fatal
+            print(f"  {cls.name:14s} unavailable: {type(exc).__name__}: {str(exc)[:100]}")
+    return libs
+
+
 def by_script(args, docs: list[str], modes: list[str], wanted: set, workdir: str) -> None:
     t0 = time.perf_counter()
     groups: dict[str, list[str]] = {g: [] for g in GROUPS}
@@ -348,14 +362,7 @@ def by_script(args, docs: list[str], modes: list[str], wanted: set, workdir: str
         print(f"  {g:10s} {sizes[g] / 1e6:7.2f} MB {100 * sizes[g] / total:5.1f}%  {len(groups[g]):7d} documents")
     for encoding in args.encodings.split(","):
         print(f"\n== {encoding}")
-        libs = []
-        for cls in LIBRARIES:
-            if wanted and cls.name not in wanted:
-                continue
-            try:
-                libs.append(cls(encoding, workdir))
-            except Exception as exc:  # noqa: BLE001 - a missing or failing competitor is reported, not fatal
-                print(f"  {cls.name:14s} unavailable: {type(exc).__name__}: {str(exc)[:100]}")
+        libs = make_libraries(encoding, wanted, workdir)
         libs.sort(key=lambda lib: lib.name != "tiktoken")  # tiktoken first: its ids are the reference
         ref_lib = libs[0] if libs and libs[0].name == "tiktoken" else Tiktoken(encoding, workdir)
         table: dict[str, dict[str, dict[str, float]]] = {}  # group -> library -> mode -> MB/s
@@ -450,14 +457,7 @@ def main(argv=None) -> int:
 
     for encoding in args.encodings.split(","):
         print(f"\n== {encoding}")
-        libs = []
-        for cls in LIBRARIES:
-            if wanted and cls.name not in wanted:
-                continue
-            try:
-                libs.append(cls(encoding, workdir))
-            except Exception as exc:  # noqa: BLE001 - a missing or failing competitor is reported, not fatal
-                print(f"  {cls.name:14s} unavailable: {type(exc).__name__}: {str(exc)[:100]}")
+        libs = make_libraries(encoding, wanted, workdir)
         reference = Tiktoken(encoding, workdir).encode(check)
         results: dict[str, dict[str, tuple[float, float]]] = {}
         for lib in libs:
