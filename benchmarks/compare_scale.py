@@ -62,7 +62,7 @@ def one_partition(path, start, end, counting):
     t0 = time.perf_counter()
     wc = _count_file(path, start, end, counting)
     seconds = time.perf_counter() - t0
-    return seconds, len(wc), len(pickle.dumps(wc, protocol=5)), wc.nbytes
+    return seconds, len(wc), len(pickle.dumps(wc, protocol=5)), wc.words.nbytes + wc.counts.nbytes
 
 
 if __name__ == "__main__":
@@ -189,7 +189,7 @@ def main() -> None:
             parts = np.array(cluster["partitions"], dtype=np.float64)
             print(f"per partition ({len(parts)} x {args.partition_mb} MB): median {np.median(parts[:, 0]):.1f} s counting, "
                   f"{np.median(parts[:, 1]):,.0f} unique words, ships {mb(np.median(parts[:, 2]))} pickled "
-                  f"({np.median(parts[:, 2] / parts[:, 3]):.3f}x its arrays); all partitions ship {mb(parts[:, 2].sum())}")
+                  f"({np.median(parts[:, 2] / parts[:, 3]):.3f}x words + counts); all partitions ship {mb(parts[:, 2].sum())}")
         if "memory" not in skip:
             with tempfile.TemporaryDirectory() as tmp:
                 halves = [os.path.join(tmp, "a.npz"), os.path.join(tmp, "b.npz")]

@@ -285,3 +285,18 @@ def test_command_line_scheduler_and_workers(command_line_cluster, corpus, tmp_pa
     for f, out in zip(corpus["files"][:2], outs):
         assert Path(out).read_bytes() == cli_encode(str(saved), f)
     assert np.frombuffer(Path(outs[0]).read_bytes(), dtype=np.uint16).max() < 1000
+
+
+@pytest.mark.slow  # a LocalCluster of its own
+def test_readme_cluster_example_runs(tmp_path):
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Training on a cluster"):]
+    code = section[section.index("```python\n") + 10:section.index("```\n", section.index("```python\n") + 10)]
+    (tmp_path / "example.py").write_text(code)
+    r = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    tok = numtok.train_bpe(os.path.join(os.path.dirname(numtok.__file__), "data", "pride_and_prejudice.txt"), 2000,
+                           special_tokens=["<|endoftext|>"])
+    assert (tmp_path / "ids" / "pride_and_prejudice.txt.bin").read_bytes() == np.array(
+        tok.encode_ordinary(open(os.path.join(os.path.dirname(numtok.__file__), "data", "pride_and_prejudice.txt"),
+                                 encoding="utf-8", newline="").read()), dtype=np.uint16).tobytes()

@@ -69,7 +69,8 @@ class WordCounts:
     ``a + b`` needs the same pattern and special tokens (ValueError otherwise). It is
     associative, and commutative as a mapping ``{word: count}`` (``==`` compares that); only
     the word order, which ``tie_break="first-seen"`` reads, follows the operands' order.
-    Pickling and :meth:`save` write the arrays as they are (no Python object per word).
+    Pickling and :meth:`save` write the words, their lengths (one byte each while words are
+    shorter than 256 bytes) and the counts: no Python object per word.
     """
 
     __slots__ = ("words", "offsets", "counts", "pattern", "special_tokens", "corpus_bytes", "_pattern_string")
@@ -206,14 +207,22 @@ class WordCounts:
         return {"format": FORMAT, "pattern": self.pattern, "special_tokens": list(self.special_tokens),
                 "corpus_bytes": self.corpus_bytes}
 
+    def _lengths(self) -> np.ndarray:
+        """Word lengths in the narrowest unsigned type that holds them (1 byte a word, usually):
+        what pickles and files hold instead of the 8-byte offsets."""
+        lengths = np.diff(self.offsets)
+        longest = int(lengths.max()) if len(lengths) else 0
+        dtype = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if longest <= np.iinfo(t).max)
+        return lengths.astype(dtype)
+
     def __reduce__(self):
-        return (_rebuild, (self.words, self.offsets, self.counts, self._metadata()))
+        return (_rebuild, (self.words, self._lengths(), self.counts, self._metadata()))
 
     def save(self, path: str | os.PathLike) -> None:
         """Write one uncompressed ``.npz`` file, atomically (a killed save leaves the old file)."""
         meta = np.frombuffer(json.dumps(self._metadata()).encode("utf-8"), dtype=np.uint8)
         with atomic_write(path, "wb") as f:
-            np.savez(f, words=self.words, offsets=self.offsets, counts=self.counts, metadata=meta)
+            np.savez(f, words=self.words, lengths=self._lengths(), counts=self.counts, metadata=meta)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> WordCounts:
@@ -222,7 +231,7 @@ class WordCounts:
         try:
             with np.load(path, allow_pickle=False) as data:
                 meta = json.loads(data["metadata"].tobytes().decode("utf-8"))
-                arrays = data["words"], data["offsets"], data["counts"]
+                arrays = data["words"], data["lengths"], data["counts"]
         except FileNotFoundError:
             raise
         except (OSError, ValueError, KeyError, UnicodeDecodeError) as exc:
@@ -232,7 +241,9 @@ class WordCounts:
         return _rebuild(*arrays, meta)
 
 
-def _rebuild(words, offsets, counts, meta: dict) -> WordCounts:
+def _rebuild(words, lengths, counts, meta: dict) -> WordCounts:
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
     return WordCounts(words, offsets, counts, pattern=meta["pattern"], special_tokens=meta["special_tokens"],
                       corpus_bytes=meta["corpus_bytes"])
 
