@@ -24,7 +24,14 @@ def test_exports_survive_importing_every_module():
 
 
 def test_import_is_lazy():
-    code = "import sys, numtok; print('numba' in sys.modules, 'regex' in sys.modules)"
+    code = "import sys, numtok; print(*(m in sys.modules for m in ('numba', 'regex', 'dask', 'distributed', 'pyarrow')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False"] * 5
+
+
+def test_word_counts_and_the_dask_module_import_without_dask():
+    """``numtok.WordCounts`` needs no dask; ``import numtok.dask`` imports it only when used."""
+    code = "import sys, numtok, numtok.dask; numtok.WordCounts; print('dask' in sys.modules, 'distributed' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
 

@@ -21,6 +21,8 @@ _EXPORTS = {
     "NAMED_PATTERNS": "pretokenizers.patterns",
     "train_bpe": "train.trainer",
     "train_bpe_from_counts": "train.trainer",
+    "count_words": "train.word_counts",
+    "WordCounts": "train.word_counts",
     "Tokenizer": "encode.tokenizer",
     "BatchEncoding": "encode.batch",
     "load": "encode.registry",

@@ -555,12 +555,13 @@ def _cut_allowed(tok, allow_special: bool) -> bool:
     return not (allow_special and any(" " in s for s in tok.special_tokens))
 
 
-def cmd_encode(args) -> int:
+def cmd_encode(args, tokenizer=None) -> int:
+    """``numtok encode``; ``tokenizer`` (a Tokenizer) replaces loading ``args.tokenizer``."""
     _check_inputs(args.files)
     _check_output_dir(args.output)
     if os.path.isdir(args.output):
         raise UserError(f"the output is a directory: {args.output}")
-    tok = load_tokenizer(args.tokenizer)
+    tok = tokenizer if tokenizer is not None else load_tokenizer(args.tokenizer)
     dtype = _dtype_for(tok, args.dtype)
     eot = None if args.no_eot else _eot_id(tok, args.eot)
     threads = args.threads or usable_cores()

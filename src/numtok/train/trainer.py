@@ -16,11 +16,12 @@ import numpy as np
 
 from .._native.threads import usable_cores
 from ..io.byte_level import CHAR_TO_BYTE, bytes_to_unicode
-from ..io.sources import iter_chunks, source_size
+from ..io.sources import TextChunk, iter_chunks, source_size
 from ..pretokenizers import split_bytes
 from ..pretokenizers.patterns import resolve_pattern
 from ..progress import Progress
 from . import _kernels as _bpe_kernels
+from .word_counts import WordCounts
 from .words import WordCounter
 
 __all__ = ["train_bpe", "train_bpe_from_counts", "byte_level_order"]
@@ -103,11 +104,16 @@ def train_bpe(
     return _train_from_counter(holder, options, show_progress, started, corpus_bytes)
 
 
-def train_bpe_from_counts(counts: Mapping, vocab_size: int, **options):
-    """Train on pre-counted words: ``{word (str | bytes): count}``. Words are not split again.
+def train_bpe_from_counts(counts: WordCounts | Mapping, vocab_size: int, **options):
+    """Train on pre-counted words: a :class:`numtok.WordCounts` (from :func:`numtok.count_words`,
+    possibly summed over shards) or a mapping ``{word (str | bytes): count}``. Words are not
+    split again.
 
-    Takes the same options as :func:`train_bpe`; under ``tie_break="first-seen"`` the
-    mapping's order is the corpus order.
+    Takes the same options as :func:`train_bpe`; under ``tie_break="first-seen"`` the words'
+    order is the corpus order. ``train_bpe_from_counts(count_words(src, **c), n, **c, **t)``
+    equals ``train_bpe(src, n, **c, **t)``. For WordCounts, ``pattern`` and ``special_tokens``
+    default to the ones it was counted with and must match them (ValueError otherwise):
+    the words were split with that pattern and those tokens cut out.
 
     >>> tok = train_bpe_from_counts({"low": 5, "lower": 2, "newest": 6, "widest": 3}, 21,
     ...     units="chars", alphabet="observed", end_of_word="</w>", tie_break="first-seen")
@@ -117,6 +123,8 @@ def train_bpe_from_counts(counts: Mapping, vocab_size: int, **options):
     show_progress = options.pop("show_progress", None)
     options.pop("num_threads", None)
     options.pop("field", None)
+    if isinstance(counts, WordCounts):
+        return _train_from_word_counts(counts, vocab_size, show_progress, options)
     checked = _Options.check(vocab_size, **options)
     if not isinstance(counts, Mapping):
         raise TypeError(f"counts must be a mapping {{word: count}}, not {type(counts).__name__}")
@@ -145,6 +153,21 @@ def train_bpe_from_counts(counts: Mapping, vocab_size: int, **options):
     return _train_from_counter(holder, checked, show_progress, started, corpus_bytes)
 
 
+def _train_from_word_counts(counts: WordCounts, vocab_size: int, show_progress, options: dict):
+    counted = counts.special_tokens
+    unk = options.get("unk_token")
+    options.setdefault("special_tokens", [s for s in counted if s != unk])
+    options.setdefault("pattern", counts.pattern)
+    checked = _Options.check(vocab_size, **options)
+    if resolve_pattern(checked.pattern)[1] != resolve_pattern(counts.pattern)[1]:
+        raise ValueError(f"the WordCounts were split with pattern {counts.pattern!r}, not {checked.pattern!r}: "
+                         "count and train with the same pattern")
+    if set(checked.special_tokens) != set(counted):
+        raise ValueError(f"the WordCounts were counted with special tokens {list(counted)!r} cut out, but training "
+                         f"asks for {checked.special_tokens!r} (unk_token included): count with the same ones")
+    return _train_from_counter([counts], checked, show_progress, time.perf_counter(), counts.corpus_bytes)
+
+
 class _Options:
     """Validated training options."""
 
@@ -170,14 +193,7 @@ class _Options:
         self.vocab_size = int(vocab_size)
         self.pattern_name, self.pattern_string = resolve_pattern(pattern)
         self.pattern = pattern if self.pattern_name is None else self.pattern_name
-        if isinstance(special_tokens, str):
-            raise TypeError("special_tokens must be a sequence of str, not a str")
-        specials = []
-        for tok in special_tokens:
-            if not isinstance(tok, str) or not tok:
-                raise ValueError(f"special tokens must be non-empty str, got {tok!r}")
-            if tok not in specials:
-                specials.append(tok)
+        specials = _special_token_list(special_tokens)
         if unk_token is not None:
             if not isinstance(unk_token, str) or not unk_token:
                 raise ValueError(f"unk_token must be a non-empty str, got {unk_token!r}")
@@ -216,21 +232,39 @@ class _Options:
         return self
 
 
+def _special_token_list(special_tokens: Iterable[str]) -> list[str]:
+    """The special tokens checked, without repeats, in order."""
+    if isinstance(special_tokens, str):
+        raise TypeError("special_tokens must be a sequence of str, not a str")
+    specials: list[str] = []
+    for tok in special_tokens:
+        if not isinstance(tok, str) or not tok:
+            raise ValueError(f"special tokens must be non-empty str, got {tok!r}")
+        if tok not in specials:
+            specials.append(tok)
+    return specials
+
+
 def _count_words(source, options: _Options, show_progress, num_threads, field: str = "text") -> tuple[WordCounter, int]:
     """Pre-tokenize and count the corpus on up to two threads (one WordCounter each)."""
+    chunks = iter_chunks(source, special_tokens=options.special_tokens, field=field)
+    return _count_chunks(chunks, options.pattern, source_size(source), show_progress, num_threads)
+
+
+def _count_chunks(chunks: Iterable[TextChunk], pattern: str, total: int | None, show_progress, num_threads) -> tuple[WordCounter, int]:
+    """Count the words of a stream of TextChunks; returns (counter, bytes of text)."""
     threads = max(1, min(2, num_threads or usable_cores()))
     counters = [WordCounter() for _ in range(threads)]
-    total = source_size(source)
     bar = Progress("Counting words", total=total, unit="B", enabled=show_progress)
     position = 0
 
     def work(k, data, docs, base):
-        spans = split_bytes(data, docs, options.pattern, num_threads=1)
+        spans = split_bytes(data, docs, pattern, num_threads=1)
         counters[k].add_spans(data, spans, base)
 
     with ThreadPoolExecutor(threads) as pool:
         pending: list = []
-        for chunk in iter_chunks(source, special_tokens=options.special_tokens, field=field):
+        for chunk in chunks:
             for future in pending:  # the previous chunk; reading this one overlapped with it
                 future.result()
             pending = [pool.submit(work, k, chunk.data, part, position)
