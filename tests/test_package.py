@@ -36,6 +36,38 @@ def test_word_counts_and_the_dask_module_import_without_dask():
     assert out == ["False", "False"]
 
 
+def test_optional_extras_are_imported_only_when_used():
+    """Encoding and training from strs never load numtok's Arrow modules; without pyarrow, an
+    Arrow call names the extra to install and everything else works."""
+    code = (
+        "import sys, numtok\n"
+        "enc = numtok.load('gpt2')\n"
+        "assert enc.encode_batch(['hello world']).to_list() == [[31373, 995]]\n"
+        "numtok.train_bpe(['hello world'] * 3, 300)\n"
+        # (numba's extension hooks may load other packages' pyarrow glue, e.g. awkward's)
+        "assert not {'numtok.encode.arrow', 'numtok.io.parquet', 'datasets'} & set(sys.modules)\n"
+        "sys.modules['pyarrow'] = None  # as if it were not installed\n"
+        "class Foreign:\n"
+        "    def __arrow_c_stream__(self, requested_schema=None): ...\n"
+        "for call in (lambda: enc.encode_batch(Foreign()), lambda: enc.encode_batch(['x']).to_arrow(),\n"
+        "             lambda: numtok.train_bpe('corpus.parquet', 300)):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except ImportError as exc:\n"
+        "        assert 'pip install \"numtok[arrow]\"' in str(exc), exc\n"
+        "    else:\n"
+        "        raise AssertionError('no ImportError')\n"
+        "print('ok')\n"
+    )
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        open(os.path.join(tmp, "corpus.parquet"), "wb").close()
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
 def test_docstring_examples_of_every_module():
     """Every ``>>>`` example in the package runs and prints what its docstring says."""
     attempted = 0

@@ -43,6 +43,7 @@ __all__ = ["main"]
 PROG = "numtok"
 _DEFAULT_CHUNK_MB = 8
 _SEGMENT_BYTES = 1 << 20
+_DEFAULT_SHARD_TOKENS = 100_000_000  # as nanoGPT's and llm.c's FineWeb shards
 _NPY_HEADER_BYTES = 128  # fixed, so the header can be rewritten with the final shape
 
 
@@ -111,10 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
         "train", parents=[quiet], help="train a BPE tokenizer on text files",
         description="Train a byte-level BPE tokenizer (merges identical to HF's BpeTrainer). "
         "Inputs: .txt (each line one sequence), .jsonl (the --field of each record), either "
-        "optionally .gz. The output format follows the -o suffix: .json = HF tokenizer.json, "
+        "optionally .gz, .parquet (the --field column, each row one sequence). The output format follows the -o suffix: .json = HF tokenizer.json, "
         ".tiktoken = tiktoken rank file + sidecar, a directory (or --format gpt2) = vocab.json + merges.txt.",
     )  # fmt: skip
-    p.add_argument("files", nargs="+", metavar="FILE", help="training text (.txt, .jsonl, .gz)")
+    p.add_argument("files", nargs="+", metavar="FILE", help="training text (.txt, .jsonl, .gz, .parquet)")
     p.add_argument("--vocab-size", type=_positive_int, required=True, metavar="N",
                    help="final vocabulary size, special tokens included")
     p.add_argument("--pattern", default="gpt2",
@@ -125,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop when the best pair occurs fewer than N times")
     p.add_argument("--max-token-length", type=_positive_int, default=None, metavar="N",
                    help="learned tokens have at most N bytes")
-    p.add_argument("--field", default="text", help="the text field of .jsonl records (default: text)")
+    p.add_argument("--field", default="text", help="the text field of .jsonl records, column of .parquet files (default: text)")
     p.add_argument("--threads", type=_positive_int, default=None, metavar="N", help="threads (default: all cores)")
     p.add_argument("--format", choices=("json", "tiktoken", "gpt2"), default=None,
                    help="output format (default: from the -o suffix)")
@@ -138,17 +139,21 @@ def build_parser() -> argparse.ArgumentParser:
         "on all cores. The end-of-text id goes between consecutive documents. Special-token text "
         "in the input is encoded as ordinary text unless --allow-special. Output: .npy (NumPy "
         "array) or anything else = raw little-endian ids (.bin); uint16 when the vocabulary fits, "
-        "else uint32.",
+        "else uint32. A directory (-o DIR/, or --shard-tokens) gets token shards for training: "
+        "DIR/shard-00000.bin ... (raw ids, --shard-tokens each) and DIR/index.json (dtype, tokens "
+        "and documents per shard). .parquet inputs: each row of the --field column is a document.",
     )  # fmt: skip
     p.add_argument("-t", "--tokenizer", required=True, metavar="TOKENIZER", help=_TOKENIZER_HELP)
-    p.add_argument("files", nargs="+", metavar="FILE", help="input text (.txt, .jsonl, .gz)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT", help="output file (.npy or .bin)")
+    p.add_argument("files", nargs="+", metavar="FILE", help="input text (.txt, .jsonl, .gz, .parquet)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="output file (.npy or .bin), or DIR/ for token shards")
+    p.add_argument("--shard-tokens", type=_positive_int, default=None, metavar="N",
+                   help=f"write token shards of N ids into the -o directory (default for DIR/: {_DEFAULT_SHARD_TOKENS:,})")
     p.add_argument("--dtype", choices=("uint16", "uint32"), default=None, help="force the id type")
     p.add_argument("--no-eot", action="store_true", help="no end-of-text id between documents")
     p.add_argument("--eot", default=None, metavar="TOKEN",
                    help="the special token put between documents (default: <|endoftext|>)")
     p.add_argument("--txt-docs", choices=("file", "blank-line", "line"), default="file", help=_DOCS_HELP)
-    p.add_argument("--field", default="text", help="the text field of .jsonl records (default: text)")
+    p.add_argument("--field", default="text", help="the text field of .jsonl records, column of .parquet files (default: text)")
     p.add_argument("--allow-special", action="store_true",
                    help="text of a special token encodes to its id (default: as ordinary text)")
     p.add_argument("--threads", type=_positive_int, default=None, metavar="N", help="threads (default: all cores)")
@@ -430,6 +435,14 @@ class _Segment:
     consumed: int  # input bytes read so far, over all files (compressed bytes for .gz)
 
 
+@dataclass
+class _ArrowSegment:
+    """Documents of a .parquet file as one Arrow string array (encoded in place)."""
+
+    array: object
+    consumed: int
+
+
 def _decode_utf8(raw: bytes, path: str, offset: int) -> str:
     try:
         return raw.decode("utf-8")
@@ -443,7 +456,9 @@ def _iter_segments(files: list[str], txt_docs: str, field: str, *, cut: bool,
     for path in files:
         inner = path[:-3] if path.endswith(".gz") else path
         try:
-            if inner.endswith(".jsonl"):
+            if inner.lower().endswith((".parquet", ".parq")):
+                yield from _parquet_segments(path, field, base, chunk_bytes)
+            elif inner.endswith(".jsonl"):
                 yield from _jsonl_segments(path, field, base)
             elif txt_docs == "file":
                 # Pieces of about 1 MB, so one big document still spreads over all threads.
@@ -460,6 +475,23 @@ _JSONL_ERRORS = {
     "field": "{path}:{line_no}: the record has no {field!r} field (see --field)",
     "type": "{path}:{line_no}: field {field!r} is not a string",
 }
+
+
+def _parquet_segments(path: str, field: str, base: int, chunk_bytes: int) -> Iterator[_ArrowSegment]:
+    from .io.arrow import string_arrays
+    from .io.parquet import parquet_batches
+
+    first = 0
+    for column, consumed in parquet_batches(path, field, target_bytes=chunk_bytes):
+        try:
+            string_arrays(column)
+        except TypeError as exc:
+            raise UserError(f"{path}: column {field!r}: {exc}") from None
+        if column.null_count:
+            row = first + int(np.argmax(column.is_null().to_numpy(zero_copy_only=False)))
+            raise UserError(f"{path}: row {row} of column {field!r} is null")
+        yield _ArrowSegment(column, base + consumed)
+        first += len(column)
 
 
 def _jsonl_segments(path: str, field: str, base: int) -> Iterator[_Segment]:
@@ -558,9 +590,12 @@ def _cut_allowed(tok, allow_special: bool) -> bool:
 def cmd_encode(args, tokenizer=None) -> int:
     """``numtok encode``; ``tokenizer`` (a Tokenizer) replaces loading ``args.tokenizer``."""
     _check_inputs(args.files)
-    _check_output_dir(args.output)
-    if os.path.isdir(args.output):
-        raise UserError(f"the output is a directory: {args.output}")
+    shards = args.shard_tokens is not None or args.output.endswith(os.sep)
+    _check_output_dir(args.output, is_dir=shards)
+    if shards and os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise UserError(f"--shard-tokens writes into a directory, but {args.output} is a file")
+    if not shards and os.path.isdir(args.output):
+        raise UserError(f"the output is a directory: {args.output} (for token shards: -o {args.output.rstrip(os.sep)}{os.sep})")
     tok = tokenizer if tokenizer is not None else load_tokenizer(args.tokenizer)
     dtype = _dtype_for(tok, args.dtype)
     eot = None if args.no_eot else _eot_id(tok, args.eot)
@@ -573,7 +608,7 @@ def cmd_encode(args, tokenizer=None) -> int:
     from .io.atomic import atomic_write
     from .progress import Progress
 
-    def encode(texts: list[str]):
+    def encode(texts):  # a list of str, or an Arrow string array
         if args.allow_special:
             return tok.encode_batch(texts, num_threads=threads, allowed_special="all", disallowed_special=())
         return tok.encode_ordinary_batch(texts, num_threads=threads)
@@ -581,12 +616,19 @@ def cmd_encode(args, tokenizer=None) -> int:
     started = time.perf_counter()
     n_tokens = n_docs = 0
     bar = Progress("Encoding", total=total, unit="B", enabled=_progress_enabled(args))
-    with atomic_write(args.output, "w+b") as out, ThreadPoolExecutor(1) as pool:
-        if npy:
+    if shards:
+        from .io.shards import ShardWriter
+
+        metadata = {"tokenizer": args.tokenizer, "eot": eot}
+        output = ShardWriter(args.output, args.shard_tokens or _DEFAULT_SHARD_TOKENS, dtype, metadata)
+    else:
+        output = atomic_write(args.output, "w+b")
+    with output as out, ThreadPoolExecutor(1) as pool:
+        if npy and not shards:
             out.write(_npy_header(dtype, 0))
         pending = None  # (future, segments): the previous batch encodes while this one is read
         for batch in _batches(_iter_segments(args.files, args.txt_docs, args.field, cut=cut, chunk_bytes=chunk_bytes), chunk_bytes):
-            future = pool.submit(encode, [s.text for s in batch])
+            future = pool.submit(encode, batch[0].array if isinstance(batch[0], _ArrowSegment) else [s.text for s in batch])
             if pending is not None:
                 n, d = _write_batch(out, *pending, eot, dtype, n_docs)
                 n_tokens, n_docs = n_tokens + n, n_docs + d
@@ -596,7 +638,7 @@ def cmd_encode(args, tokenizer=None) -> int:
             n, d = _write_batch(out, *pending, eot, dtype, n_docs)
             n_tokens, n_docs = n_tokens + n, n_docs + d
             bar.set(pending[1][-1].consumed)
-        if npy:
+        if npy and not shards:
             out.seek(0)
             out.write(_npy_header(dtype, n_tokens))
     bar.close()
@@ -607,10 +649,17 @@ def cmd_encode(args, tokenizer=None) -> int:
     return 0
 
 
-def _batches(segments: Iterator[_Segment], chunk_bytes: int) -> Iterator[list[_Segment]]:
-    batch: list[_Segment] = []
+def _batches(segments: Iterator, chunk_bytes: int) -> Iterator[list]:
+    """Segments in batches of about ``chunk_bytes``; an Arrow segment is a batch of its own."""
+    batch: list = []
     size = 0
     for seg in segments:
+        if isinstance(seg, _ArrowSegment):
+            if batch:
+                yield batch
+                batch, size = [], 0
+            yield [seg]
+            continue
         batch.append(seg)
         size += len(seg.text)
         if size >= chunk_bytes:
@@ -620,18 +669,28 @@ def _batches(segments: Iterator[_Segment], chunk_bytes: int) -> Iterator[list[_S
         yield batch
 
 
-def _write_batch(out, future, segments: list[_Segment], eot: int | None, dtype: np.dtype, docs_before: int) -> tuple[int, int]:
-    """Write one encoded batch; returns (tokens written, documents started)."""
+def _write_batch(out, future, segments: list, eot: int | None, dtype: np.dtype, docs_before: int) -> tuple[int, int]:
+    """Write one encoded batch (to a file, or a ShardWriter); returns (tokens written,
+    documents started)."""
     enc = future.result()
     ids = enc.ids
-    starts = [i for i, s in enumerate(segments) if s.new_doc]
-    if eot is not None and starts:
+    if isinstance(segments[0], _ArrowSegment):
+        starts = np.arange(len(enc))
+    else:
+        starts = np.array([i for i, s in enumerate(segments) if s.new_doc], dtype=np.int64)
+    # Where each document's ids start once the end-of-text ids are in.
+    doc_starts = enc.offsets[starts]
+    if eot is not None and len(starts):
         # The end-of-text id goes before every document but the very first.
-        at = [i for i in starts if i or docs_before]
-        if at:
+        at = starts[starts > 0] if not docs_before else starts
+        if len(at):
             ids = np.insert(ids, enc.offsets[at], eot)
+            doc_starts = doc_starts + np.searchsorted(enc.offsets[at], doc_starts, side="right")
     arr = ids.astype(dtype, copy=False)
-    out.write(arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes())
+    if hasattr(out, "shard_tokens"):
+        out.write(arr, doc_starts=doc_starts)
+    else:
+        out.write(arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes())
     return len(arr), len(starts)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._native import pystr as _pystr
 from .._native.threads import usable_cores
+from ..io.arrow import check_nulls, is_arrow
 from .buffers import PAD, utf8_of_texts
 from .engine import encode_docs
 from .special import NO_SPECIAL, disallowed_error, segments, special_sets
@@ -85,6 +86,19 @@ class BatchEncoding:
         bounds = self.offsets.tolist()
         return [flat[bounds[i] : bounds[i + 1]] for i in range(len(self))]
 
+    def to_arrow(self):
+        """The ids as a ``pyarrow.LargeListArray`` of int32 whose buffers *are* ``offsets`` and
+        ``ids`` (no copy; needs ``pip install "numtok[arrow]"``).
+
+        >>> batch = BatchEncoding([1, 2, 3], [0, 2, 3])
+        >>> arr = batch.to_arrow()
+        >>> arr.to_pylist(), arr.values.buffers()[1].address == batch.ids.ctypes.data
+        ([[1, 2], [3]], True)
+        """
+        from .arrow import batch_to_arrow
+
+        return batch_to_arrow(self)
+
     def pad(self, pad_id: int, length: int | None = None, *, truncate: bool = False) -> np.ndarray:
         """A 2-D int32 array (texts x length), each row right-padded with ``pad_id``.
 
@@ -120,16 +134,22 @@ def encode_batch(
     num_threads: int | None = None,
     allowed_special: SpecialSet = frozenset(),
     disallowed_special: SpecialSet = "all",
+    nulls: str = "raise",
 ) -> BatchEncoding:
     """:meth:`numtok.Tokenizer.encode_batch` of ``tok``: the texts are converted and encoded in
     blocks of ``BLOCK_CHARS`` characters, one block per task on ``num_threads`` threads."""
     if isinstance(texts, str):
         raise TypeError("encode_batch takes an iterable of str, not a str")
-    texts = _pystr.as_items(texts)  # a tuple: kernels read its items while it is held
     threads = usable_cores() if num_threads is None else int(num_threads)
     if threads < 1:
         raise ValueError(f"num_threads must be >= 1, got {num_threads}")
     allowed, disallowed = special_sets(tok, allowed_special, disallowed_special)
+    check_nulls(nulls)
+    if is_arrow(texts):  # Arrow strings: read in place (encode/arrow.py)
+        from .arrow import encode_arrow
+
+        return encode_arrow(tok, texts, threads=threads, allowed=allowed, disallowed=disallowed, nulls=nulls)
+    texts = _pystr.as_items(texts)  # a tuple: kernels read its items while it is held
     # Lengths and UTF-8 straight from the str objects, without the GIL, where _pystr can
     # (exact str items, CPython); otherwise len() and "".join per block, which fail on
     # anything that is not a str (then the offending text is found).
@@ -185,15 +205,25 @@ def join_and_encode(tok, texts, chars, allowed: frozenset, disallowed: frozenset
 def encode_texts(tok, data: np.ndarray, lens: np.ndarray, allowed: frozenset, disallowed: frozenset, threads: int):
     """(ids, end offset of each text) of texts of ``lens`` bytes, one after another in
     ``data`` (padded): ValueError if one holds a ``disallowed`` special token, ``allowed``
-    ones encoded as their ids. One scan of the UTF-8 (without the GIL) finds whether there
-    is any; only then is each text looked at."""
+    ones encoded as their ids."""
     starts = np.cumsum(lens) - lens
+    texts = np.ascontiguousarray(np.stack([starts, starts + lens], axis=1))
+    docs, doc_special, last = special_documents(tok, data, texts, allowed, disallowed)
+    ids, doc_end = encode_docs(tok, data, docs, doc_special, threads)
+    return ids, doc_end if last is None else doc_end[last]
+
+
+def special_documents(tok, data: np.ndarray, texts: np.ndarray, allowed: frozenset, disallowed: frozenset):
+    """(documents, the special token id after each or -1, the index of each text's last
+    document or None when documents are the texts) of the texts at byte ranges ``texts`` of
+    ``data``: ValueError if one holds a ``disallowed`` special token; ``allowed`` ones cut
+    their text. One scan of the UTF-8 (without the GIL) finds whether there is any; only then
+    is each text looked at."""
     specials = allowed | disallowed
     if not specials or not tok._special_lookup.may_contain(data, specials):
-        docs = np.ascontiguousarray(np.stack([starts, starts + lens], axis=1))
-        return encode_docs(tok, data, docs, NO_SPECIAL, threads)
+        return texts, NO_SPECIAL, None
     raw = data.tobytes()
-    bounds = list(zip(starts.tolist(), (starts + lens).tolist()))
+    bounds = texts.tolist()
     if disallowed and tok._special_lookup.may_contain(data, disallowed):
         finder = tok._special_lookup.regex(disallowed)
         for start, stop in bounds:  # text by text: a token may straddle two texts
@@ -202,10 +232,9 @@ def encode_texts(tok, data: np.ndarray, lens: np.ndarray, allowed: frozenset, di
                 raise disallowed_error(m.group().decode("utf-8"))
     parts = [segments(tok, raw[start:stop], allowed, start) for start, stop in bounds]
     n_docs = np.fromiter((len(p[0]) for p in parts), dtype=np.int64, count=len(parts))
-    docs = np.ascontiguousarray(np.concatenate([p[0] for p in parts]))
-    doc_special = np.concatenate([p[1] for p in parts])
-    ids, doc_end = encode_docs(tok, data, docs, doc_special, threads)
-    return ids, doc_end[np.cumsum(n_docs) - 1]
+    docs = np.ascontiguousarray(np.concatenate([p[0] for p in parts])) if parts else texts
+    doc_special = np.concatenate([p[1] for p in parts]) if parts else NO_SPECIAL
+    return docs, doc_special, np.cumsum(n_docs) - 1
 
 
 def not_str_error(texts: Sequence, first: int = 0) -> TypeError:

@@ -317,12 +317,13 @@ class Tokenizer:
 
     def encode_batch(
         self,
-        texts: Iterable[str],
+        texts: Iterable[str] | Any,
         *,
         num_threads: int | None = None,
         allowed_special: SpecialSet = frozenset(),
         disallowed_special: SpecialSet = "all",
         offsets: bool = False,
+        nulls: str = "raise",
     ) -> BatchEncoding:
         """Encode many strings (in parallel threads) into one :class:`BatchEncoding`.
 
@@ -331,15 +332,28 @@ class Tokenizer:
         ``batch.char_offsets``: the (n_tokens, 2) character offsets of every token in its own
         text, aligned with ``batch.ids`` (see :meth:`encode_with_offsets`).
 
+        ``texts`` may also be Arrow strings (``pip install "numtok[arrow]"``): a pyarrow
+        ``StringArray``, ``LargeStringArray``, ``StringViewArray``, a ``ChunkedArray`` of them
+        (one BatchEncoding for all chunks, in order), or any object with ``__arrow_c_array__``
+        / ``__arrow_c_stream__`` (Polars Series, DuckDB results, nanoarrow). The kernels read
+        the Arrow buffers in place (string views are first cast to ``large_string``, a copy).
+        A null raises ValueError naming its index, unless ``nulls="empty"`` (encoded as an
+        empty text). Bytes that are not valid UTF-8 are encoded as they are: each one that
+        starts no valid character is one "other" character for the pre-tokenizer.
+
         >>> import numtok
-        >>> batch = numtok.load("cl100k_base").encode_batch(["hello world", "hi"], num_threads=2)
-        >>> batch.to_list()
+        >>> enc = numtok.load("cl100k_base")
+        >>> enc.encode_batch(["hello world", "hi"], num_threads=2).to_list()
         [[15339, 1917], [6151]]
+        >>> import pyarrow as pa
+        >>> enc.encode_batch(pa.array(["hello world", None, "hi"]), nulls="empty").to_arrow().to_pylist()
+        [[15339, 1917], [], [6151]]
         """
         if offsets and self._unk_id >= 0:
             texts = list(texts)
         result = batch.encode_batch(
-            self, texts, num_threads=num_threads, allowed_special=allowed_special, disallowed_special=disallowed_special
+            self, texts, num_threads=num_threads, allowed_special=allowed_special, disallowed_special=disallowed_special,
+            nulls=nulls,
         )
         if offsets:
             if self._unk_id >= 0:
@@ -392,9 +406,9 @@ class Tokenizer:
         """
         return self.encode_ordinary_batch(texts, num_threads=num_threads).lengths
 
-    def encode_ordinary_batch(self, texts: Iterable[str], *, num_threads: int | None = None) -> BatchEncoding:
+    def encode_ordinary_batch(self, texts: Iterable[str] | Any, *, num_threads: int | None = None, nulls: str = "raise") -> BatchEncoding:
         """:meth:`encode_batch` with special tokens treated as ordinary text."""
-        return self.encode_batch(texts, num_threads=num_threads, allowed_special=frozenset(), disallowed_special=frozenset())
+        return self.encode_batch(texts, num_threads=num_threads, allowed_special=frozenset(), disallowed_special=frozenset(), nulls=nulls)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of one token given as bytes or str (special tokens included).

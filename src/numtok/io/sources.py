@@ -1,8 +1,10 @@
 """Training and encoding input as a stream of UTF-8 chunks.
 
-A source is an iterable of str (each item one sequence, like HF ``train_from_iterator``) or a
-path / list of paths: ``.txt`` (each line, with its line ending, one sequence, like HF
-``train(files)``), ``.jsonl`` (the "text" field of each record), either optionally ``.gz``.
+A source is an iterable of str (each item one sequence, like HF ``train_from_iterator``), Arrow
+strings (each one sequence, read in place: ``io/arrow.py``), or a path / list of paths:
+``.txt`` (each line, with its line ending, one sequence, like HF ``train(files)``), ``.jsonl``
+(the "text" field of each record), either optionally ``.gz``, or ``.parquet`` (the "text"
+column, streamed: ``io/parquet.py``).
 Chunks carry many sequences in one uint8 buffer plus their byte ranges, so the corpus is never
 held as Python strings: only the current chunk is in memory.
 """
@@ -20,6 +22,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from .._native.utf8 import utf8_bytes, utf8_error_offset
+from .arrow import is_arrow, is_parquet_path, string_arrays, text_slabs
 
 DEFAULT_CHUNK_BYTES = 8 << 20  # bounds memory: a chunk, its line ranges and its spans, twice in flight
 
@@ -52,7 +55,10 @@ def source_paths(source) -> list[str]:
 
 
 def source_size(source) -> int | None:
-    """Total bytes of a path source (compressed size for .gz), or None for an iterable."""
+    """Total bytes of a path source (compressed size for .gz), of the text of a pyarrow array,
+    or None for an iterable."""
+    if is_arrow(source):
+        return arrow_text_bytes(source)
     if not is_path_source(source):
         return None
     return sum(os.path.getsize(p) for p in source_paths(source))
@@ -75,7 +81,9 @@ def iter_chunks(
     """
     specials = [s for s in special_tokens if s]
     cutter = re.compile(b"|".join(re.escape(s.encode("utf-8")) for s in sorted(specials, key=len, reverse=True))) if specials else None
-    if is_path_source(source):
+    if is_arrow(source):
+        raw = _iter_arrow_chunks(string_arrays(source), chunk_bytes)
+    elif is_path_source(source):
         raw = _iter_path_chunks(source_paths(source), chunk_bytes, field)
     elif isinstance(source, (bytes, bytearray)):
         raise TypeError("source must be an iterable of str or a path (or list of paths), not bytes")
@@ -133,6 +141,8 @@ def _iter_path_chunks(paths: list[str], chunk_bytes: int, field: str) -> Iterato
     for path in paths:
         inner = path[:-3] if path.endswith(".gz") else path
         reader = _iter_jsonl_file if inner.endswith(".jsonl") else _iter_text_file
+        if is_parquet_path(path):
+            reader = _iter_parquet_file
         for chunk in reader(path, chunk_bytes, field):
             chunk.consumed += consumed_before
             yield chunk
@@ -247,6 +257,52 @@ def _iter_jsonl_file(path: str, chunk_bytes: int, field: str) -> Iterator[TextCh
         if isinstance(exc, FileNotFoundError):
             raise
         raise ValueError(f"{path}: cannot read: {exc}") from None
+
+
+def arrow_text_bytes(source) -> int | None:
+    """Bytes of text in a pyarrow array or chunked array (None for other Arrow objects, whose
+    stream may be read only once)."""
+    import pyarrow as pa
+
+    if not isinstance(source, (pa.Array, pa.ChunkedArray)):
+        return None
+    return sum(int(slab.bounds[-1] - slab.bounds[0]) for slab in text_slabs(string_arrays(source), nulls="empty"))
+
+
+def _iter_arrow_chunks(arrays: list, chunk_bytes: int, where: str = "", first: int = 0) -> Iterator[TextChunk]:
+    """Arrow strings as TextChunks of about ``chunk_bytes`` (views of the Arrow buffers),
+    checked like files: a null or invalid UTF-8 raises ValueError naming the text (counted
+    from ``first``), after ``where``."""
+    consumed = 0
+    try:
+        for slab in text_slabs(arrays, nulls="raise", first=first, null_hint=" (drop or fill the nulls first)"):
+            bounds = slab.bounds
+            cuts = np.searchsorted(bounds, np.arange(int(bounds[0]) + chunk_bytes, int(bounds[-1]), chunk_bytes), side="left")
+            edges = np.unique(np.concatenate([[0], cuts, [len(slab)]]))
+            for a, b in zip(edges[:-1].tolist(), edges[1:].tolist()):
+                lo, hi = int(bounds[a]), int(bounds[b])
+                data = slab.data[lo:hi]
+                part = slab.docs(a, b) - lo
+                bad = utf8_error_offset(data)
+                if bad >= 0:
+                    k = int(np.searchsorted(part[:, 1], bad, side="right"))
+                    raise ValueError(f"text {slab.first + a + k} is not valid UTF-8 (at its byte {bad - int(part[k, 0])})")
+                consumed += hi - lo
+                yield TextChunk(data, part[part[:, 1] > part[:, 0]], consumed)
+    except ValueError as exc:
+        raise ValueError(f"{where}{exc}") from None
+
+
+def _iter_parquet_file(path: str, chunk_bytes: int, field: str) -> Iterator[TextChunk]:
+    """Each row's ``field`` is one sequence; row groups are streamed a batch at a time."""
+    from .parquet import parquet_batches
+
+    first = 0
+    for column, consumed in parquet_batches(path, field, target_bytes=chunk_bytes):
+        for chunk in _iter_arrow_chunks(string_arrays(column), chunk_bytes, f"{path}: column {field!r}: ", first):
+            chunk.consumed = consumed
+            yield chunk
+        first += len(column)
 
 
 def _cut_out(data: np.ndarray, docs: np.ndarray, cutter: re.Pattern[bytes]) -> np.ndarray:

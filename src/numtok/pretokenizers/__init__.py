@@ -40,8 +40,8 @@ def split_bytes(data: np.ndarray, docs: np.ndarray, pattern: str, num_threads: i
     """Pre-tokenize many documents held in one UTF-8 buffer.
 
     Args:
-        data: 1-D uint8 array (or bytes) of valid UTF-8. The named scanners never fail on
-            invalid UTF-8: each byte that starts no valid character counts as one "other"
+        data: 1-D uint8 array (or bytes) of UTF-8. Neither the named scanners nor a regex fail
+            on invalid UTF-8: each byte that starts no valid character counts as one "other"
             character (like U+FFFD).
         docs: integer array of shape (m, 2): the [start, end) byte range of each document;
             no piece crosses a document boundary. Ranges should start and end on character
@@ -105,11 +105,20 @@ def _split_with_regex(data: np.ndarray, docs: np.ndarray, pattern_string: str) -
     raw = data.tobytes()
     out = []
     for start, end in docs.tolist():
-        text = raw[start:end].decode("utf-8")
+        try:
+            text = raw[start:end].decode("utf-8")
+            escaped = False
+        except UnicodeDecodeError:
+            # Each byte that starts no valid character becomes one lone surrogate (U+DC80..
+            # U+DCFF), which every pattern takes as "other", as the scanners do.
+            text = raw[start:end].decode("utf-8", "surrogateescape")
+            escaped = True
         char_spans = np.array([m.span() for m in compiled.finditer(text)], dtype=np.int64).reshape(-1, 2)
         if not len(char_spans):
             continue
         byte_offsets = char_to_byte_offsets(text) if not text.isascii() else None
+        if escaped:
+            byte_offsets = _escaped_byte_offsets(text)
         spans = char_spans if byte_offsets is None else byte_offsets[char_spans]
         # A regex may match the empty string; an empty piece carries no token, so drop it.
         spans = spans[spans[:, 1] > spans[:, 0]]
@@ -118,3 +127,14 @@ def _split_with_regex(data: np.ndarray, docs: np.ndarray, pattern_string: str) -
         return np.zeros((0, 2), dtype=np.int64)
     return np.concatenate(out)
 
+
+
+def _escaped_byte_offsets(text: str) -> np.ndarray:
+    """:func:`char_to_byte_offsets` of a str decoded with ``surrogateescape``: an escaped byte
+    (U+DC80..U+DCFF) stands for one byte."""
+    code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    widths = 1 + (code_points >= 0x80).astype(np.int64) + (code_points >= 0x800) + (code_points >= 0x10000)
+    widths[(code_points >= 0xDC80) & (code_points <= 0xDCFF)] = 1
+    offsets = np.zeros(len(code_points) + 1, dtype=np.int64)
+    np.cumsum(widths, out=offsets[1:])
+    return offsets

@@ -63,8 +63,12 @@ def train_bpe(
 
     Args:
         source: an iterable of str (each item one sequence, like HF ``train_from_iterator``),
-            or a path / list of paths: ``.txt`` (each line one sequence), ``.jsonl`` (its
-            "text" field), optionally ``.gz``. Read as a stream; only unique words are kept.
+            Arrow strings (a pyarrow array, chunked array or one-column table, or any object
+            with ``__arrow_c_array__`` / ``__arrow_c_stream__``; each string one sequence, read
+            in place; ``pip install "numtok[arrow]"``), or a path / list of paths: ``.txt``
+            (each line one sequence), ``.jsonl`` (its ``field``), optionally ``.gz``, or
+            ``.parquet`` (its ``field`` column, streamed a few MB at a time). Read as a stream;
+            only unique words are kept.
         vocab_size: the final number of tokens, special tokens included.
         pattern: "gpt2", "r50k", "cl100k", "o200k" or a regex (``regex`` syntax).
         special_tokens: tokens that take the first ids, in order. Where they occur in the
@@ -85,14 +89,17 @@ def train_bpe(
             id after the special tokens (and counts in vocab_size).
         end_of_word: a symbol appended to every word (Sennrich's "</w>"), merged like any
             other. HF instead glues its ``end_of_word_suffix`` to the last character.
-        field: the field of ``.jsonl`` records that holds the text.
+        field: the field of ``.jsonl`` records, or the column of ``.parquet`` files, that
+            holds the text.
 
     Returns:
         A :class:`numtok.Tokenizer` with ``merges`` and ``vocab``.
 
     Raises:
         ValueError: vocab_size too small, empty corpus, unknown pattern name, invalid regex,
-            a file that is not UTF-8 (naming the file and byte offset), bad options.
+            a file that is not UTF-8 (naming the file and byte offset), an Arrow null or
+            invalid UTF-8 (naming the text), a Parquet file that cannot be read or lacks the
+            column, bad options.
         FileNotFoundError: a missing input file.
     """
     options = _Options.check(vocab_size, pattern, special_tokens, min_frequency, max_token_length,
