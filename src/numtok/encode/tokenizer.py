@@ -25,6 +25,7 @@ import numpy as np
 from .._native.threads import check_threads
 from .._native.utf8 import utf8_bytes
 from ..io import gpt2_files, hf_json, pretrained, tiktoken_file
+from ..io.arrow import is_arrow
 from . import _kernels as _k
 from . import batch, special, tables
 from . import offsets as offsets_module
@@ -350,6 +351,8 @@ class Tokenizer:
         [[15339, 1917], [], [6151]]
         """
         if offsets and self._unk_id >= 0:
+            if is_arrow(texts):  # the texts are needed again, to check each one's unknown tokens
+                raise ValueError("offsets=True with an unk_token takes a list of str, not Arrow input")
             texts = list(texts)
         result = batch.encode_batch(
             self, texts, num_threads=num_threads, allowed_special=allowed_special, disallowed_special=disallowed_special,
