@@ -27,6 +27,7 @@ import numtok
 from numtok.encode import batch as batch_module
 from numtok.encode import buffers, engine, registry, streaming
 from numtok.encode.batch import BatchEncoding
+from numtok.encode.piece_cache import PieceCaches
 from numtok.encode.special import NO_SPECIAL, block_needles
 from numtok.encode.tokenizer import Tokenizer
 from numtok.io.tiktoken_file import read_tiktoken_ranks
@@ -270,7 +271,7 @@ def test_piece_cache_hits_equal_fresh_merges(name):
 def test_pair_filter_passes_every_pair(name):
     # A Bloom filter: every pair of the pair table must pass (no false negatives), and it must
     # stop most pairs that are not in it.
-    from numtok import _encode_kernels as _k
+    from numtok.encode import _kernels as _k
 
     enc = numtok.load(name)
     pfilter = enc._pair_filter
@@ -801,6 +802,14 @@ def long_piece_text(seed: str, n: int) -> str:
     return "\n".join(rng.choice(pieces) + rng.choice([" 1", ", ", "。"]) for _ in range(3 * n))
 
 
+def pin_piece_cache(enc: Tokenizer, cache: np.ndarray) -> None:
+    """Make ``enc`` encode with ``cache`` whatever it has encoded before (its sizing policy
+    would otherwise grow a small cache)."""
+    enc._piece_caches = PieceCaches()
+    enc._piece_caches.free = [cache]
+    enc._piece_caches._len, enc._piece_caches._len_until = 0, 1 << 62
+
+
 @pytest.mark.parametrize("name", CORE)
 def test_piece_cache_arena_holds_long_pieces(name):
     """Every piece of more than 64 bytes, or of more than 21 ids, is kept in the arena with
@@ -812,7 +821,7 @@ def test_piece_cache_arena_holds_long_pieces(name):
     expected = ref.encode_ordinary(text)
     pieces = {p.encode() for p in regex.compile(ref._pat_str).findall(text)}
     wanted = {p for p in pieces if len(p) > 64 or len(ref._encode_single_piece(p)) > 21}
-    enc._piece_caches.free = [kernels.new_piece_cache(14)]
+    pin_piece_cache(enc, kernels.new_piece_cache(14))
     assert ids(enc.encode_ordinary(text)) == expected
     cache = enc._piece_caches.free[0]
     entries = piece_cache_arena(cache, 14)
@@ -825,9 +834,9 @@ def test_piece_cache_arena_holds_long_pieces(name):
     head = piece_cache_arena_head(14)
     data = spoiled[head + 8 : head + 8 + int(spoiled[head])]
     data[data < 2**32] ^= np.uint64(1)  # id words (headers have n_ids in their high bits)
-    enc._piece_caches.free = [spoiled]
+    pin_piece_cache(enc, spoiled)
     assert ids(enc.encode_ordinary(text)) != expected
-    enc._piece_caches.free = []
+    enc._piece_caches = PieceCaches()
 
 
 @pytest.mark.parametrize("name", CORE)
@@ -844,8 +853,7 @@ def test_piece_cache_arena_full_starts_again(name):
     head = piece_cache_arena_head(8)
     used = []
     for _ in range(3):
-        enc._piece_caches.free = [cache]
-        enc._piece_caches._len, enc._piece_caches._len_until = 0, 1 << 62  # the policy would grow it
+        pin_piece_cache(enc, cache)
         assert ids(enc.encode_ordinary(text)) == expected
         cache = enc._piece_caches.free.pop()
         assert len(cache) == kernels.piece_cache_size(8)
@@ -855,7 +863,7 @@ def test_piece_cache_arena_full_starts_again(name):
     assert entries and all(got == ref._encode_single_piece(p) for p, got in entries)
     fitting = {p for p in map(str.encode, regex.compile(ref._pat_str).findall(text)) if 64 < len(p) <= longest}
     assert len(entries) < len(fitting)  # it was cleared
-    enc._piece_caches = type(enc._piece_caches)()
+    enc._piece_caches = PieceCaches()
 
 
 def test_batch_pad():
