@@ -174,3 +174,30 @@ def char_offsets(token_bytes: list[bytes]) -> list[tuple[int, int]]:
             out.append((here, here))
         pos += len(tb)
     return out
+
+
+def piece_cache_arena_head(bits: int) -> int:
+    """Where the head of a piece cache's arena is, in the layout ``numtok.encode._kernels``
+    documents: after 2**bits sets of 8 words, the long-piece region (as many words) and the
+    arena's index (2 << bits words). The head is 8 words: the first is how many data words are
+    used; the data follows."""
+    return (16 << bits) + (2 << bits)
+
+
+def piece_cache_arena(cache, bits: int) -> list[tuple[bytes, list[int]]]:
+    """The (piece, ids) entries of a piece cache's arena, read with plain Python: per entry
+    ``n_ids << 32 | length``, the bytes in little-endian words, the ids three per word (21 bits
+    each)."""
+    words = [int(w) for w in cache]
+    head = piece_cache_arena_head(bits)
+    used, at, data = words[head], 0, head + 8
+    entries = []
+    while at < used:
+        length, n_ids = words[data + at] & 0xFFFFFFFF, words[data + at] >> 32
+        n_words = (length + 7) // 8
+        raw = b"".join(w.to_bytes(8, "little") for w in words[data + at + 1 : data + at + 1 + n_words])
+        packed = words[data + at + 1 + n_words : data + at + 1 + n_words + (n_ids + 2) // 3]
+        ids = [(packed[q // 3] >> (21 * (q % 3))) & ((1 << 21) - 1) for q in range(n_ids)]
+        entries.append((raw[:length], ids))
+        at += 1 + n_words + (n_ids + 2) // 3
+    return entries

@@ -18,14 +18,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from naive_encode import NaiveBPE, derive_merges
+from naive_encode import NaiveBPE, derive_merges, piece_cache_arena, piece_cache_arena_head
 
 import numtok
 from numtok.encode import batch as batch_module
 from numtok.encode import buffers, engine, registry, streaming
 from numtok.encode.batch import BatchEncoding
+from numtok.encode.piece_cache import PieceCaches
 from numtok.encode.special import NO_SPECIAL, block_needles
 from numtok.encode.tokenizer import Tokenizer
 from numtok.io.tiktoken_file import read_tiktoken_ranks
@@ -767,7 +769,8 @@ def test_piece_cache_grows_with_its_entries():
     enc = numtok.load("cl100k_base")
     # short pieces, and long ones (16-64 bytes) for the long-piece region
     words = ["zyxwvut", "qwertyuiop", "xylophonic", "blorptastic", "aaaaaaaabbb", "   \n\n   ",
-             "zyxwvutsrqponmlkjihgfedcba", "Pneumonoultramicroscopicsilicovolcanoconiosis"]
+             "zyxwvutsrqponmlkjihgfedcba", "Pneumonoultramicroscopicsilicovolcanoconiosis",
+             "qzjx" * 30, "中文的句子没有空格所以很长" * 4, "".join(chr(c) for c in range(0x20000, 0x2000F))]  # arena
     text = " ".join(words * 3)
 
     def cache_after(bits):
@@ -782,7 +785,85 @@ def test_piece_cache_grows_with_its_entries():
     grown = kernels.new_piece_cache(16)
     kernels.grow_piece_cache(small, grown)
     assert np.count_nonzero(direct) > 0 and np.array_equal(grown, direct)
+    assert len(piece_cache_arena(grown, 16)) == 3
     enc._piece_caches.free = []
+
+
+def long_piece_text(seed: str, n: int) -> str:
+    """Pieces for the piece cache's arena: CJK and kana runs of 22-120 letters (65-360 bytes),
+    ASCII letter runs of 65-300, and runs of rare CJK letters (4 bytes, several ids each) of up
+    to 64 bytes with more than 21 ids; each seen a few times, with short pieces between."""
+    rng = random.Random(seed)
+    common = "的是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之過家學ありがとうございますカタカナ"
+    rare = "".join(chr(c) for c in range(0x20000, 0x20040))  # CJK Extension B
+    pieces = ["".join(rng.choice(common) for _ in range(rng.randrange(22, 120))) for _ in range(n)]
+    pieces += ["".join(rng.choice("qzjxkvwb") for _ in range(rng.randrange(65, 300))) for _ in range(n // 4)]
+    pieces += ["".join(rng.choice(rare) for _ in range(rng.randrange(8, 17))) for _ in range(n // 4)]
+    return "\n".join(rng.choice(pieces) + rng.choice([" 1", ", ", "。"]) for _ in range(3 * n))
+
+
+def pin_piece_cache(enc: Tokenizer, cache: np.ndarray) -> None:
+    """Make ``enc`` encode with ``cache`` whatever it has encoded before (its sizing policy
+    would otherwise grow a small cache)."""
+    enc._piece_caches = PieceCaches()
+    enc._piece_caches.free = [cache]
+    enc._piece_caches._len, enc._piece_caches._len_until = 0, 1 << 62
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_piece_cache_arena_holds_long_pieces(name):
+    """Every piece of more than 64 bytes, or of more than 21 ids, is kept in the arena with
+    tiktoken's ids for it, and a second pass is answered from there."""
+    from numtok.encode import _kernels as kernels
+
+    enc, ref = numtok.load(name), reference(name)
+    text = long_piece_text(name, 300)
+    expected = ref.encode_ordinary(text)
+    pieces = {p.encode() for p in regex.compile(ref._pat_str).findall(text)}
+    wanted = {p for p in pieces if len(p) > 64 or len(ref._encode_single_piece(p)) > 21}
+    pin_piece_cache(enc, kernels.new_piece_cache(14))
+    assert ids(enc.encode_ordinary(text)) == expected
+    cache = enc._piece_caches.free[0]
+    entries = piece_cache_arena(cache, 14)
+    assert {p for p, _ in entries} == wanted
+    assert all(got == ref._encode_single_piece(p) for p, got in entries)
+    assert ids(enc.encode_ordinary(text)) == expected
+    assert len(piece_cache_arena(cache, 14)) == len(entries)  # all hits: nothing appended
+    # Answers come from the arena: with its ids spoiled, the output changes.
+    spoiled = cache.copy()
+    head = piece_cache_arena_head(14)
+    data = spoiled[head + 8 : head + 8 + int(spoiled[head])]
+    data[data < 2**32] ^= np.uint64(1)  # id words (headers have n_ids in their high bits)
+    pin_piece_cache(enc, spoiled)
+    assert ids(enc.encode_ordinary(text)) != expected
+    enc._piece_caches = PieceCaches()
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_piece_cache_arena_full_starts_again(name):
+    """A small arena fills many times over (and is then cleared): ids stay exact on every pass."""
+    from numtok.encode import _kernels as kernels
+
+    enc, ref = numtok.load(name), reference(name)
+    text = long_piece_text(name + "full", 200)
+    expected = ref.encode_ordinary(text)
+    cache = kernels.new_piece_cache(8)  # 64 KiB of arena data
+    data_words = 1 << (8 + kernels.ARENA_DATA_SHIFT)
+    longest = data_words >> kernels.ARENA_MAX_SHIFT
+    head = piece_cache_arena_head(8)
+    used = []
+    for _ in range(3):
+        pin_piece_cache(enc, cache)
+        assert ids(enc.encode_ordinary(text)) == expected
+        cache = enc._piece_caches.free.pop()
+        assert len(cache) == kernels.piece_cache_size(8)
+        used.append(int(cache[head]))
+        assert 0 < used[-1] <= data_words
+    entries = piece_cache_arena(cache, 8)
+    assert entries and all(got == ref._encode_single_piece(p) for p, got in entries)
+    fitting = {p for p in map(str.encode, regex.compile(ref._pat_str).findall(text)) if 64 < len(p) <= longest}
+    assert len(entries) < len(fitting)  # it was cleared
+    enc._piece_caches = PieceCaches()
 
 
 def test_batch_pad():

@@ -17,7 +17,8 @@ with linear probing, power-of-two sizes, load factor <= 1/2:
   first round of merging a piece never touches the pair table.
 * **piece cache** (one per running call, reused across calls): pieces of <= 15 bytes that
   needed merging, with their ids (<= 4), in two-way sets of one 64-byte line; longer pieces (up
-  to 64 bytes) and short ones of more than 4 ids (CJK letters) in a direct-mapped region.
+  to 64 bytes) and short ones of more than 4 ids (CJK letters) in a direct-mapped region; any
+  longer piece, or one of more than 21 ids, in an append-only arena with its own index.
 
 Why it is shaped this way (cl100k_base on mixed English text, one thread):
 
@@ -88,13 +89,31 @@ _NO_IDS = np.uint64(0xFFFFFFFFFFFFFFFF)
 # to three ids), half as many entries as sets (a cache of 2**bits sets is 16 << bits words):
 # 16 uint64 each, the piece's bytes (8 words, zero-padded), then n_ids << 8 | length, then up
 # to 21 ids, three per word (21 bits each, see ID_BITS). (It grows with the cache: a fixed size
-# missed most long
-# pieces of 100 MB of text, each then merged from 16+ symbols; CJK text has a distinct piece
-# of 9+ bytes every 50-120 bytes.)
+# missed most long pieces of 100 MB of text, each then merged from 16+ symbols; CJK text has a
+# distinct piece of 9+ bytes every 50-120 bytes.)
 LONG_SHIFT = 1
 LONG_MAX_BYTES = 64
 LONG_MAX_IDS = 21
 _ID_MASK = np.uint64((1 << ID_BITS) - 1)
+# After the long-piece region, the arena, for pieces of any length (CJK and Japanese letter runs
+# are often 65-300 bytes, a quarter of their text: merged again on every pass without it): an
+# index of 2 << bits words, (low 32 bits of the piece's hash) << 32 | (offset + 1) (0 = empty);
+# a head of 8 words (data words used, entries; the data starts on a line); then the data,
+# 32 << bits words (as many bytes as the text seen when the cache was sized: CJK text needs
+# ~1.3 bytes of entries per byte to keep all its long pieces), filled append-only: per entry
+# n_ids << 32 | length, the bytes (zero-padded words), then the ids, three per word. When the
+# data is full or the index 3/4 full (entries average ~19 words in CJK text; a probe chain
+# costs little next to a piece of 65+ bytes), the index is cleared and filling starts again. Pieces of more than 64 bytes go there, and those
+# of up to 64 with more than 21 ids, whose long-region entry then holds ARENA_MARK as its number
+# of ids. The data's pages are touched only as it fills: text without long pieces pays for the
+# index's pages at most.
+ARENA_INDEX_SHIFT = 1
+ARENA_DATA_SHIFT = 5
+ARENA_HEAD_WORDS = 8
+ARENA_MARK = 255
+# A piece of more than 1/64 of the data's bytes (2 MiB at full size) is not cached: it would
+# evict much of the rest (and costs O(n log n) to merge, not much more than to compare).
+ARENA_MAX_SHIFT = 3
 
 # How many pieces ahead encode_spans prefetches table lines.
 _PREFETCH_DISTANCE = 12
@@ -582,27 +601,137 @@ def _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, pfilter, fbits, res
     return _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, INF_PRIORITY, res_of)
 
 
+def piece_cache_size(bits: int) -> int:
+    """Length of a piece cache of 2**bits sets (bits = 0: no cache at all; else >= 8): the sets
+    (8 << bits words), the long-piece region (as many), the arena's index, head and data."""
+    if bits == 0:
+        return 8
+    return (8 << bits) + (16 << (bits - LONG_SHIFT)) + (1 << (bits + ARENA_INDEX_SHIFT)) + ARENA_HEAD_WORDS + (1 << (bits + ARENA_DATA_SHIFT))
+
+
 @njit(inline="always")
 def _cache_layout(cache):
     """(log2 of the number of two-way sets, start of the long-piece region, log2 of its
-    number of entries) of a piece cache; (0, 0, 0) for the no-cache placeholder."""
+    number of entries, start of the arena's index, of its head, of its data) of a piece cache;
+    all 0 for the no-cache placeholder."""
     if cache.shape[0] <= 8:
-        return 0, 0, 0
-    bits = 0
-    while (8 << bits) + (16 << (bits - LONG_SHIFT)) < cache.shape[0]:
+        return 0, 0, 0, 0, 0, 0
+    bits = LONG_SHIFT
+    while (8 << bits) + (16 << (bits - LONG_SHIFT)) + (1 << (bits + ARENA_INDEX_SHIFT)) + ARENA_HEAD_WORDS + (1 << (bits + ARENA_DATA_SHIFT)) < cache.shape[0]:
         bits += 1
-    return bits, 8 << bits, bits - LONG_SHIFT
-
-
-def piece_cache_size(bits: int) -> int:
-    """Length of a piece cache of 2**bits sets (bits = 0: no cache at all; else >= 8)."""
-    return (8 << bits) + (16 << (bits - LONG_SHIFT)) if bits > 0 else 8
+    long_base = 8 << bits
+    index = long_base + (16 << (bits - LONG_SHIFT))
+    head = index + (1 << (bits + ARENA_INDEX_SHIFT))
+    return bits, long_base, bits - LONG_SHIFT, index, head, head + ARENA_HEAD_WORDS
 
 
 def new_piece_cache(bits: int) -> np.ndarray:
     """An empty piece cache: 2**bits two-way sets for short pieces, then the long-piece
-    region (bits = 0: no cache at all)."""
+    region, then the arena (bits = 0: no cache at all)."""
     return _hugepages.zeros(piece_cache_size(bits), np.uint64)
+
+
+@njit(inline="always")
+def _words(n):
+    return (n + 7) >> 3
+
+
+@njit(inline="always")
+def _arena_find(cache, index, bits, dbase, data, s, L, h):
+    """Start of the arena entry of the L bytes at data[s:] (hash h), or -1. The tag in the
+    index only skips most other pieces: the bytes are always compared."""
+    mask = (_U1 << np.uint64(bits + ARENA_INDEX_SHIFT)) - _U1
+    slot = h >> np.uint64(64 - bits - ARENA_INDEX_SHIFT)
+    tag = h << _U32
+    while True:
+        e = cache[_u(index) + slot]
+        if e == _U64_0:
+            return -1
+        if (e & ~_LOW32) == tag:
+            o = dbase + np.int64(e & _LOW32) - 1
+            if np.int64(cache[o] & _LOW32) == L:
+                q = 0
+                while q < L and cache[o + 1 + (q >> 3)] == _load_word(data, s + q, min(L - q, 8)):
+                    q += 8
+                if q >= L:
+                    return o
+        slot = (slot + _U1) & mask
+
+
+# Not inlined (nor the next): the loop's hot path stays as small as it was; these run once per
+# piece of 65+ bytes, which costs far more to merge or compare.
+@njit(nogil=True, _nrt=False)
+def _arena_lookup(cache, index, bits, dbase, data, s, L, h, out, k):
+    """Write the ids of the L bytes at data[s:] to out[k:] from the arena and return the new
+    k, or -1 if the piece is not there."""
+    o = _arena_find(cache, index, bits, dbase, data, s, L, h)
+    if o < 0:
+        return -1
+    m = np.int64(cache[o] >> _U32)
+    base = o + 1 + _words(L)
+    for q in range(m):
+        out[k + q] = np.int64((cache[base + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
+    return k + m
+
+
+@njit(inline="always")
+def _arena_index_add(cache, index, bits, h, at):
+    """Point the index at the entry at data offset ``at`` (hash h)."""
+    mask = (_U1 << np.uint64(bits + ARENA_INDEX_SHIFT)) - _U1
+    slot = h >> np.uint64(64 - bits - ARENA_INDEX_SHIFT)
+    while cache[_u(index) + slot] != _U64_0:
+        slot = (slot + _U1) & mask
+    cache[_u(index) + slot] = (h << _U32) | np.uint64(at + 1)
+
+
+@njit(inline="always")
+def _arena_reserve(cache, index, bits, head, need):
+    """Data offset of ``need`` free words for one more entry; when the data is full or the
+    index 3/4 full, everything is forgotten first."""
+    at = np.int64(cache[head])
+    entries = np.int64(cache[head + 1])
+    if at + need > (1 << (bits + ARENA_DATA_SHIFT)) or 4 * (entries + 1) > (3 << (bits + ARENA_INDEX_SHIFT)):
+        for q in range(1 << (bits + ARENA_INDEX_SHIFT)):
+            cache[index + q] = _U64_0
+        at = 0
+        entries = 0
+    cache[head] = np.uint64(at + need)
+    cache[head + 1] = np.uint64(entries + 1)
+    return at
+
+
+@njit(nogil=True, _nrt=False)
+def _arena_store(cache, index, bits, head, dbase, data, s, L, h, sym, n, lslot):
+    """Append the piece of L bytes at data[s:] (hash h) and its n ids sym[:n] to the arena;
+    if lslot >= 0 (a piece of up to 64 bytes), mark its long-region entry as in the arena."""
+    if lslot >= 0:
+        _long_put(cache, lslot, data, s, L, ARENA_MARK, sym, 0)
+        if _arena_find(cache, index, bits, dbase, data, s, L, h) >= 0:
+            return  # its mark was evicted from the long region, not its entry from the arena
+    w = _words(L)
+    at = _arena_reserve(cache, index, bits, head, 1 + w + (n + 2) // 3)
+    o = dbase + at
+    cache[o] = (np.uint64(n) << _U32) | np.uint64(L)
+    for q in range(w):
+        cache[o + 1 + q] = _load_word(data, s + 8 * q, min(L - 8 * q, 8))
+    base = o + 1 + w
+    for q in range((n + 2) // 3):
+        cache[base + q] = _U64_0
+    for q in range(n):
+        cache[base + q // 3] |= np.uint64(sym[q]) << np.uint64(ID_BITS * (q % 3))
+    _arena_index_add(cache, index, bits, h, at)
+
+
+@njit(inline="always")
+def _long_put(cache, lslot, data, s, L, m, sym, n):
+    """Write the long-region entry at lslot: the piece's bytes, m << 8 | L, and the n ids."""
+    for q in range(8):
+        cache[lslot + q] = _load_word(data, s + 8 * q, min(L - 8 * q, 8)) if 8 * q < L else _U64_0
+    cache[lslot + 8] = (np.uint64(m) << np.uint64(8)) | np.uint64(L)
+    for q in range(7):
+        cache[lslot + 9 + q] = _U64_0
+    for q in range(n):
+        cache[lslot + 9 + q // 3] |= np.uint64(sym[q]) << np.uint64(ID_BITS * (q % 3))
 
 
 @njit(cache=True, nogil=True)
@@ -610,14 +739,16 @@ def grow_piece_cache(old, new):
     """Move every entry of the piece cache ``old`` into the bigger, empty ``new``.
 
     A piece's place comes from its hash, which is recomputed from the bytes its entry keeps
-    (short: k0 = bytes 0-7, k1 = bytes 8-14 | length << 56; long: all of them). Of two short
-    entries that meet in a new set, one from an old way 0 stays in way 0 (way 0 keeps a set's
-    first entry, see ``_encode_loop``).
+    (short: k0 = bytes 0-7, k1 = bytes 8-14 | length << 56; long and arena: all of them). Of
+    two short entries that meet in a new set, one from an old way 0 stays in way 0 (way 0 keeps
+    a set's first entry, see ``_encode_loop``). Arena entries are appended in their old order,
+    so the new arena is the one encoding into ``new`` would have built.
     """
-    old_bits, old_base, old_long_bits = _cache_layout(old)
-    new_bits, new_base, new_long_bits = _cache_layout(new)
+    old_bits, old_base, old_long_bits, old_index, old_head, old_data = _cache_layout(old)
+    new_bits, new_base, new_long_bits, new_index, new_head, new_data = _cache_layout(new)
     old_sets = 1 << old_bits
-    piece = np.zeros(LONG_MAX_BYTES + 8, np.uint8)  # an entry's bytes, padded for 8-byte loads
+    longest = max(LONG_MAX_BYTES, (1 << (old_bits + ARENA_DATA_SHIFT)) >> ARENA_MAX_SHIFT)
+    piece = np.zeros(longest + 8, np.uint8)  # an entry's bytes, padded for 8-byte loads
     for way in (1, 0):  # way 1's entries first, so that way 0's end in way 0
         for st in range(old_sets):
             e = 8 * st + 4 * way
@@ -645,6 +776,20 @@ def grow_piece_cache(old, new):
         c = new_base + 16 * np.int64(h >> np.uint64(64 - new_long_bits))
         for q in range(16):
             new[c + q] = old[e + q]
+    at = 0
+    used = np.int64(old[old_head])
+    while at < used:
+        o = old_data + at
+        L = np.int64(old[o] & _LOW32)
+        size = 1 + _words(L) + (np.int64(old[o] >> _U32) + 2) // 3
+        for q in range(L):
+            piece[q] = np.uint8((old[o + 1 + (q >> 3)] >> np.uint64(8 * (q & 7))) & np.uint64(0xFF))
+        _, h = _hash_bytes(piece, 0, L)
+        new_at = _arena_reserve(new, new_index, new_bits, new_head, size)
+        for q in range(size):
+            new[new_data + new_at + q] = old[o + q]
+        _arena_index_add(new, new_index, new_bits, h, new_at)
+        at += size
 
 
 # ----------------------------------------------------------------------------------------------
@@ -702,14 +847,15 @@ def _encode_loop(
     wbits = _table_bits(whole_tab)
     pbits = _pair_bits(ptab)
     fbits = _filter_bits(pfilter)
-    cache_bits, long_base, long_bits = _cache_layout(cache)
+    cache_bits, long_base, long_bits, index, head, dbase = _cache_layout(cache)
     cache_max = CACHE_MAX_BYTES if cache_bits > 0 else 0
     long_max = LONG_MAX_BYTES if cache_bits > 0 else 0
+    arena_max = (1 << (cache_bits + ARENA_DATA_SHIFT)) >> ARENA_MAX_SHIFT if cache_bits > 0 else 0
     n_spans = spans.shape[0]
     cap = out.shape[0]
     extra = 1 if eow_id >= 0 else 0
     plain_bytes = units == 0 and eow_id < 0
-    hash_max = max(max_whole_len, long_max)
+    hash_max = max(max_whole_len, arena_max)
 
     for d in range(d, docs.shape[0]):  # noqa: B020 - resumes at the document it stopped in
         # The document's last span + 1, found by bisection: the loop below then tests an index,
@@ -746,8 +892,11 @@ def _encode_loop(
                         if L2 <= cache_max:
                             prefetch(cache, 8 * np.int64(h2 >> np.uint64(64 - cache_bits)))
                         # A long piece, or a short one of 4+ CJK letters (likely 5+ ids), is
-                        # looked for in the long-piece region: its entry's two lines.
-                        if L2 > cache_max or (L2 >= 12 and data[_u(s2)] >= 0xE0):
+                        # looked for in the long-piece region: its entry's two lines; a longer
+                        # one in the arena's index.
+                        if L2 > long_max:
+                            prefetch(cache, index + np.int64(h2 >> np.uint64(64 - cache_bits - ARENA_INDEX_SHIFT)))
+                        elif L2 > cache_max or (L2 >= 12 and data[_u(s2)] >= 0xE0):
                             e2 = long_base + 16 * np.int64(h2 >> np.uint64(64 - long_bits))
                             prefetch(cache, e2)
                             prefetch(cache, e2 + 8)
@@ -822,16 +971,28 @@ def _encode_loop(
                             q += 8
                         if q >= L:
                             m = np.int64(meta >> np.uint64(8))
-                            for q in range(m):
-                                out[k + q] = np.int64((cache[lslot + 9 + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
-                            k += m
-                            j += 1
-                            continue
+                            if m <= LONG_MAX_IDS:
+                                for q in range(m):
+                                    out[k + q] = np.int64((cache[lslot + 9 + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
+                                k += m
+                                j += 1
+                                continue
+                            k2 = _arena_lookup(cache, index, cache_bits, dbase, data, s, L, h, out, k)  # ARENA_MARK
+                            if k2 >= 0:
+                                k = k2
+                                j += 1
+                                continue
                 if L > cache_max and L <= max_whole_len:
                     v = _find_key(whole_tab, whole_ext, wbits, tok_bytes, tok_off, data, s, L, k0, h)
                     if v >= 0:
                         out[k] = v
                         k += 1
+                        j += 1
+                        continue
+                if L > long_max and L <= arena_max:
+                    k2 = _arena_lookup(cache, index, cache_bits, dbase, data, s, L, h, out, k)
+                    if k2 >= 0:
+                        k = k2
                         j += 1
                         continue
             n = _initial_symbols(data, s, L, units, byte_id, tok_bytes, tok_off, tok_tab, tbits, unk_id, eow_id, sym)
@@ -866,13 +1027,9 @@ def _encode_loop(
                 cache[e + 2] = packed0
                 cache[e + 3] = packed1
             elif lslot >= 0 and n <= LONG_MAX_IDS:
-                for q in range(8):
-                    cache[lslot + q] = _load_word(data, s + 8 * q, min(L - 8 * q, 8)) if 8 * q < L else _U64_0
-                cache[lslot + 8] = (np.uint64(n) << np.uint64(8)) | np.uint64(L)
-                for q in range(7):
-                    cache[lslot + 9 + q] = _U64_0
-                for q in range(n):
-                    cache[lslot + 9 + q // 3] |= np.uint64(sym[q]) << np.uint64(ID_BITS * (q % 3))
+                _long_put(cache, lslot, data, s, L, n, sym, n)
+            elif (lslot >= 0 or L > long_max) and L <= arena_max:  # any length, or more than 21 ids
+                _arena_store(cache, index, cache_bits, head, dbase, data, s, L, h, sym, n, lslot)
             j += 1
         if doc_special[d] >= 0:
             if k + 1 > cap:

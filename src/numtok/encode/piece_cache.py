@@ -12,8 +12,10 @@ import numpy as np
 from .._native.threads import cores_at_start
 from . import _kernels as _k
 
-# log2 of the two-way sets of a piece cache (64 bytes each, plus a long-piece region as big):
-# 2 MiB at first, at most 64 MiB per running call (see PieceCaches.take).
+# log2 of the two-way sets of a piece cache (64 bytes each, plus a long-piece region as big, an
+# arena index of 16 bytes and arena data of 256 bytes per set): 2 MiB + 4.25 MiB of arena at
+# first, at most 64 MiB + 136 MiB of arena per running call (see PieceCaches.take). The arena's
+# data is touched only as it fills, which only pieces of 65+ bytes do (CJK, Japanese, Thai).
 CACHE_BITS = 19
 MIN_CACHE_BITS = 14
 NO_CACHE = _k.new_piece_cache(0)  # for calls that must not learn (building the tables)
@@ -30,8 +32,8 @@ class PieceCaches:
 
     def take(self, nbytes: int) -> np.ndarray:
         """A piece cache for a call about to encode ``nbytes``, sized for all this tokenizer
-        has encoded so far: 2 MiB for short calls, growing to 64 MiB (``CACHE_BITS``) once
-        64 MB have been seen (a bigger cache answers more pieces, and merging a piece costs as
+        has encoded so far: 2 MiB (and an arena of 4.25 MiB for long pieces) for short calls,
+        growing to 64 MiB and 136 MiB (``CACHE_BITS``) once 64 MB have been seen (a bigger cache answers more pieces, and merging a piece costs as
         much as ~30 cache hits; a small one is faster to fill on a first pass). A cache that
         grows keeps its entries.
 
