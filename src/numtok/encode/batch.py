@@ -14,7 +14,7 @@ from typing import AbstractSet, Literal
 import numpy as np
 
 from .._native import pystr as _pystr
-from .._native.threads import usable_cores
+from .._native.threads import check_num_threads
 from .buffers import PAD, utf8_of_texts
 from .engine import encode_docs
 from .special import NO_SPECIAL, disallowed_error, segments, special_sets
@@ -130,10 +130,8 @@ def encode_batch(tok, texts: Iterable[str],
     """
     if isinstance(texts, str):
         raise TypeError("encode_batch takes an iterable of str, not a str")
+    threads = check_num_threads(num_threads)
     texts = _pystr.as_items(texts)  # a tuple: kernels read its items while it is held
-    threads = usable_cores() if num_threads is None else int(num_threads)
-    if threads < 1:
-        raise ValueError(f"num_threads must be >= 1, got {num_threads}")
     allowed, disallowed = special_sets(tok, allowed_special, disallowed_special)
     # Lengths and UTF-8 straight from the str objects, without the GIL, where _pystr can
     # (exact str items, CPython); otherwise len() and "".join per block, which fail on

@@ -14,7 +14,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from .._native.threads import usable_cores
+from .._native.threads import check_num_threads
 from ..io.byte_level import CHAR_TO_BYTE, bytes_to_unicode
 from ..io.sources import iter_chunks, source_size
 from ..pretokenizers import split_bytes
@@ -28,6 +28,7 @@ __all__ = ["train_bpe", "train_bpe_from_counts", "byte_level_order"]
 TIE_BREAKS = ("hf", "first-seen")
 ALPHABETS = ("bytes", "observed")
 UNITS = ("bytes", "chars")
+_COUNT_MAX = 2**63 - 1  # word and pair counts are int64
 
 
 def byte_level_order() -> np.ndarray:
@@ -64,7 +65,8 @@ def train_bpe(
         source: an iterable of str (each item one sequence, like HF ``train_from_iterator``),
             or a path / list of paths: ``.txt`` (each line one sequence), ``.jsonl`` (its
             "text" field), optionally ``.gz``. Read as a stream; only unique words are kept.
-        vocab_size: the final number of tokens, special tokens included.
+        vocab_size: the final number of tokens, special tokens included. Training stops
+            earlier when no pair is left; memory follows the corpus, not this number.
         pattern: "gpt2", "r50k", "cl100k", "o200k" or a regex (``regex`` syntax).
         special_tokens: tokens that take the first ids, in order. Where they occur in the
             training text they are cut out and never merged into other tokens (HF does not do
@@ -96,8 +98,9 @@ def train_bpe(
     """
     options = _Options.check(vocab_size, pattern, special_tokens, min_frequency, max_token_length,
                              tie_break, alphabet, units, unk_token, end_of_word)
+    threads = check_num_threads(num_threads)
     started = time.perf_counter()
-    counter, corpus_bytes = _count_words(source, options, show_progress, num_threads, field)
+    counter, corpus_bytes = _count_words(source, options, show_progress, threads, field)
     holder = [counter]
     del counter  # the holder owns it now, so it is freed as soon as the words are symbolized
     return _train_from_counter(holder, options, show_progress, started, corpus_bytes)
@@ -115,13 +118,14 @@ def train_bpe_from_counts(counts: Mapping, vocab_size: int, **options):
     ['e s', 'es t', 'est </w>', 'l o']
     """
     show_progress = options.pop("show_progress", None)
-    options.pop("num_threads", None)
+    check_num_threads(options.pop("num_threads", None))  # accepted for symmetry; counting is done
     options.pop("field", None)
     checked = _Options.check(vocab_size, **options)
     if not isinstance(counts, Mapping):
         raise TypeError(f"counts must be a mapping {{word: count}}, not {type(counts).__name__}")
     started = time.perf_counter()
     words, freqs = [], []
+    occurrences = 0
     for word, count in counts.items():
         if isinstance(word, str):
             word = word.encode("utf-8")
@@ -129,9 +133,16 @@ def train_bpe_from_counts(counts: Mapping, vocab_size: int, **options):
             raise TypeError(f"counts keys must be str or bytes, not {type(word).__name__}")
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
             raise ValueError(f"count of {word!r} must be a non-negative integer, got {count!r}")
+        if count > _COUNT_MAX:
+            raise ValueError(f"count of {word!r} is {count}, past the int64 limit of counts ({_COUNT_MAX} = 2**63 - 1)")
         if word:
             words.append(bytes(word))
             freqs.append(int(count))
+            occurrences += int(count) * len(word)
+    # A pair's count sums its words' counts times occurrences: it must fit the int64 counters.
+    if occurrences > _COUNT_MAX:
+        raise ValueError(f"the counts total {occurrences} symbol occurrences, past the int64 limit of pair counts "
+                         f"({_COUNT_MAX} = 2**63 - 1): scale them down")
     counter = WordCounter(max(16, len(words)))
     if words:
         lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
@@ -216,9 +227,9 @@ class _Options:
         return self
 
 
-def _count_words(source, options: _Options, show_progress, num_threads, field: str = "text") -> tuple[WordCounter, int]:
+def _count_words(source, options: _Options, show_progress, num_threads: int, field: str = "text") -> tuple[WordCounter, int]:
     """Pre-tokenize and count the corpus on up to two threads (one WordCounter each)."""
-    threads = max(1, min(2, num_threads or usable_cores()))
+    threads = min(2, num_threads)
     counters = [WordCounter() for _ in range(threads)]
     total = source_size(source)
     bar = Progress("Counting words", total=total, unit="B", enabled=show_progress)
@@ -394,7 +405,10 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
 
     progress = np.zeros(8, dtype=np.int64)
     result: list = []
-    n_target = options.vocab_size
+    # Every merge rewrites at least one occurrence, so a word of n symbols allows at most n - 1
+    # of them: the engine's id tables are sized by that, never by a huge vocab_size, and
+    # training stops when no pair is left (as HF does).
+    n_target = min(options.vocab_size, minimum + int((w_len.astype(np.int64) - 1).sum()))
     bar = Progress("Merging", total=n_target - minimum, unit="merges", enabled=show_progress)
 
     def run():
