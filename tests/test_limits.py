@@ -3,6 +3,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -82,3 +88,89 @@ def test_count_past_int64_names_the_word_and_the_limit():
         numtok.train_bpe_from_counts({"ab": 2**62, "abab": 2**62}, 300)
     top = 2**63 // 2 - 1  # one pair (two symbols) per word: the count itself is the total
     assert numtok.train_bpe_from_counts({"ab": top}, 300).merges == [(b"a", b"b")]
+
+
+# -- memory it cannot get -----------------------------------------------------------------------
+
+# Kernels are compiled (or loaded from the cache) and the input is built first; then the address
+# space is capped a little above what the process already maps, and the job runs.
+UNDER_LIMIT = textwrap.dedent("""
+    import json, resource, sys
+    import numtok
+    from numtok import cli
+    numtok.train_bpe(["warm up the kernels"] * 3, 300)
+    enc = numtok.load("r50k_base")
+    enc.encode("warm up"), enc.encode_batch(["warm", "up"])
+    job, headroom, arg = sys.argv[1], int(sys.argv[2]) << 20, sys.argv[3]
+    if job in ("train", "from_counts"):
+        words = [f"w{i:x}q{(i * 7919) % 100003:x}" for i in range(int(arg))]
+        counts = dict.fromkeys(words, 3)
+    if job == "encode_batch":
+        texts = ["hello world, " * 1000] * int(arg)
+    if job == "encode":
+        text = "hello world, " * int(arg)
+    if job.startswith("train "):  # the command's own kernels (file input) loaded too
+        import os, tempfile
+        warm = tempfile.mkdtemp()
+        # 40,000 words: the word table grows once, so its rehash kernel is loaded too.
+        open(os.path.join(warm, "w.txt"), "w").write("\\n".join(f"w{i}" for i in range(40_000)))
+        cli.main(["train", os.path.join(warm, "w.txt"), "--vocab-size", "300", "-q", "-o", os.path.join(warm, "t.json")])
+
+    def mapped():
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:"))
+
+    resource.setrlimit(resource.RLIMIT_AS, (mapped() + headroom, resource.RLIM_INFINITY))
+    try:
+        if job == "train":
+            numtok.train_bpe([" ".join(words)], 100_000)
+        elif job == "from_counts":
+            numtok.train_bpe_from_counts(counts, 100_000)
+        elif job == "encode_batch":
+            enc.encode_ordinary_batch(texts, num_threads=1)
+        elif job == "encode":
+            enc.encode(text, allowed_special="all")
+        else:
+            sys.exit(cli.main(job.split() + [arg]))
+    except MemoryError as exc:
+        print(json.dumps(str(exc)))
+        sys.exit(3)
+    print(json.dumps(None))
+""")
+
+
+def run_under_limit(job: str, headroom_mb: int, arg) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-c", UNDER_LIMIT, job, str(headroom_mb), str(arg)],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+NEEDS = r" \(needs roughly \d+\.\d [KMGT]iB\)"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS and /proc/self/status")
+@pytest.mark.parametrize("job, arg, message", [
+    ("train", 3_000_000, r"out of memory while (counting the words of the corpus \([\d,]+ bytes read, [\d,]+ unique words so far\)"
+                         r"|learning merges from [\d,]+ unique words \([\d,]+ bytes\))" + NEEDS),
+    ("from_counts", 3_000_000, r"out of memory while (reading 3,000,000 counted words"
+                               r"|learning merges from 3,000,000 unique words \([\d,]+ bytes\))" + NEEDS),
+    ("encode_batch", 20_000, r"out of memory while encoding a batch of 20,000 texts \(260,000,000 characters\)" + NEEDS),
+    ("encode", 20_000_000, r"out of memory while encoding a text of 260,000,000 characters" + NEEDS),
+])  # fmt: skip
+def test_out_of_memory_says_what_and_how_much(job, arg, message):
+    r = run_under_limit(job, 64, arg)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert re.fullmatch(message, json.loads(r.stdout)), r.stdout
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS and /proc/self/status")
+def test_out_of_memory_in_the_cli_is_one_line_and_leaves_no_output(tmp_path):
+    with open(tmp_path / "words.txt", "w") as f:
+        for i in range(3_000_000):
+            f.write(f"w{i:x}q{(i * 7919) % 100003:x}\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = run_under_limit(f"train {tmp_path / 'words.txt'} --vocab-size 100000 -q -o", 64, out / "tok.json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert re.fullmatch(r"numtok: error: train: out of memory while .*" + NEEDS + "\n", r.stderr), r.stderr
+    assert os.listdir(out) == []

@@ -14,6 +14,7 @@ from typing import AbstractSet, Literal
 import numpy as np
 
 from .._native import pystr as _pystr
+from .._native.memory import out_of_memory
 from .._native.threads import check_num_threads
 from .buffers import PAD, utf8_of_texts
 from .engine import encode_docs
@@ -24,6 +25,9 @@ SpecialSet = AbstractSet[str] | Literal["all"]
 # Texts are converted and encoded in blocks of this many characters (their UTF-8 stays
 # cache-sized; several threads take blocks).
 BLOCK_CHARS = 1 << 20
+# Address space an encode takes per character, roughly (UTF-8, piece spans, an id bound per
+# byte): what a MemoryError reports as needed.
+BYTES_PER_CHAR = 8
 
 
 class BatchEncoding:
@@ -132,6 +136,14 @@ def encode_batch(tok, texts: Iterable[str],
         raise TypeError("encode_batch takes an iterable of str, not a str")
     threads = check_num_threads(num_threads)
     texts = _pystr.as_items(texts)  # a tuple: kernels read its items while it is held
+    try:
+        return _encode_items(tok, texts, threads, allowed_special, disallowed_special)
+    except MemoryError as exc:
+        chars = sum(len(t) for t in texts if isinstance(t, str))
+        raise out_of_memory(exc, f"encoding a batch of {len(texts):,} texts ({chars:,} characters)", BYTES_PER_CHAR * chars) from exc
+
+
+def _encode_items(tok, texts: tuple, threads: int, allowed_special: SpecialSet, disallowed_special: SpecialSet) -> BatchEncoding:
     allowed, disallowed = special_sets(tok, allowed_special, disallowed_special)
     # Lengths and UTF-8 straight from the str objects, without the GIL, where _pystr can
     # (exact str items, CPython); otherwise len() and "".join per block, which fail on

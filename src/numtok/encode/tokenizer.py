@@ -22,10 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from .._native.memory import out_of_memory
 from ..io import gpt2_files, hf_json, tiktoken_file
 from . import _kernels as _k
 from . import batch, special, tables
-from .batch import BatchEncoding, SpecialSet
+from .batch import BYTES_PER_CHAR, BatchEncoding, SpecialSet
 from .buffers import padded_utf8_of
 from .engine import encode_docs, encode_plain
 from .piece_cache import PieceCaches
@@ -278,27 +279,30 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
-        allowed, disallowed = special.special_sets(self, allowed_special, disallowed_special)
-        if not allowed and disallowed and self._cuttable and len(text) > self._chunk_bytes:
-            # A long text with disallowed tokens only (the default): looked for in each block's
-            # UTF-8 while it is streamed, not in the str first (for a 4-byte-kind str that is
-            # 4 bytes a character to read; ~8% of the time). On a possible hit, or a text that
-            # cannot be streamed, the search below decides.
-            needles = special.block_needles(disallowed)
-            if needles is not None:
-                ids = encode_streamed(self, text, needles)
-                if ids is not None:
-                    return ids
-        if disallowed:
-            found = special.special_finder(disallowed)(text)
-            if found is not None:
-                raise special.disallowed_error(found)
-        if not allowed:
-            return encode_plain(self, text)
-        data = padded_utf8_of(text)
-        docs, doc_special = special.segments(self, data, allowed, 0)
-        ids, _ = encode_docs(self, data, docs, doc_special, 1)
-        return ids
+        try:
+            allowed, disallowed = special.special_sets(self, allowed_special, disallowed_special)
+            if not allowed and disallowed and self._cuttable and len(text) > self._chunk_bytes:
+                # A long text with disallowed tokens only (the default): looked for in each block's
+                # UTF-8 while it is streamed, not in the str first (for a 4-byte-kind str that is
+                # 4 bytes a character to read; ~8% of the time). On a possible hit, or a text that
+                # cannot be streamed, the search below decides.
+                needles = special.block_needles(disallowed)
+                if needles is not None:
+                    ids = encode_streamed(self, text, needles)
+                    if ids is not None:
+                        return ids
+            if disallowed:
+                found = special.special_finder(disallowed)(text)
+                if found is not None:
+                    raise special.disallowed_error(found)
+            if not allowed:
+                return encode_plain(self, text)
+            data = padded_utf8_of(text)
+            docs, doc_special = special.segments(self, data, allowed, 0)
+            ids, _ = encode_docs(self, data, docs, doc_special, 1)
+            return ids
+        except MemoryError as exc:
+            raise _text_out_of_memory(exc, text) from exc
 
     def encode_ordinary(self, text: str) -> np.ndarray:
         """Encode a string, treating special tokens as ordinary text.
@@ -309,7 +313,10 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
-        return encode_plain(self, text)
+        try:
+            return encode_plain(self, text)
+        except MemoryError as exc:
+            raise _text_out_of_memory(exc, text) from exc
 
     def encode_batch(
         self,
@@ -475,6 +482,10 @@ class Tokenizer:
         char = bytes(data[start:stop]).decode("utf-8", errors="replace")
         unit = "character" if self.units == "chars" else f"byte 0x{int(data[pos]):02x} of character"
         return f"no token for {unit} {char!r} (at byte {pos}) and no unk_token is set"
+
+
+def _text_out_of_memory(exc: MemoryError, text: str) -> MemoryError:
+    return out_of_memory(exc, f"encoding a text of {len(text):,} characters", BYTES_PER_CHAR * len(text))
 
 
 def _as_ids(ids) -> np.ndarray:

@@ -14,9 +14,10 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from .._native.memory import out_of_memory
 from .._native.threads import check_num_threads
 from ..io.byte_level import CHAR_TO_BYTE, bytes_to_unicode
-from ..io.sources import iter_chunks, source_size
+from ..io.sources import DEFAULT_CHUNK_BYTES, iter_chunks, source_size
 from ..pretokenizers import split_bytes
 from ..pretokenizers.patterns import resolve_pattern
 from ..progress import Progress
@@ -124,32 +125,36 @@ def train_bpe_from_counts(counts: Mapping, vocab_size: int, **options):
     if not isinstance(counts, Mapping):
         raise TypeError(f"counts must be a mapping {{word: count}}, not {type(counts).__name__}")
     started = time.perf_counter()
-    words, freqs = [], []
-    occurrences = 0
-    for word, count in counts.items():
-        if isinstance(word, str):
-            word = word.encode("utf-8")
-        elif not isinstance(word, (bytes, bytearray)):
-            raise TypeError(f"counts keys must be str or bytes, not {type(word).__name__}")
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
-            raise ValueError(f"count of {word!r} must be a non-negative integer, got {count!r}")
-        if count > _COUNT_MAX:
-            raise ValueError(f"count of {word!r} is {count}, past the int64 limit of counts ({_COUNT_MAX} = 2**63 - 1)")
-        if word:
-            words.append(bytes(word))
-            freqs.append(int(count))
-            occurrences += int(count) * len(word)
-    # A pair's count sums its words' counts times occurrences: it must fit the int64 counters.
-    if occurrences > _COUNT_MAX:
-        raise ValueError(f"the counts total {occurrences} symbol occurrences, past the int64 limit of pair counts "
-                         f"({_COUNT_MAX} = 2**63 - 1): scale them down")
-    counter = WordCounter(max(16, len(words)))
-    if words:
-        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-        ends = np.cumsum(lengths)
-        spans = np.stack([ends - lengths, ends], axis=1)
-        data = np.frombuffer(b"".join(words), dtype=np.uint8)
-        counter._insert(data, spans, np.array(freqs, dtype=np.int64), np.arange(len(words), dtype=np.int64), True, 0)
+    try:
+        words, freqs = [], []
+        occurrences = 0
+        for word, count in counts.items():
+            if isinstance(word, str):
+                word = word.encode("utf-8")
+            elif not isinstance(word, (bytes, bytearray)):
+                raise TypeError(f"counts keys must be str or bytes, not {type(word).__name__}")
+            if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+                raise ValueError(f"count of {word!r} must be a non-negative integer, got {count!r}")
+            if count > _COUNT_MAX:
+                raise ValueError(f"count of {word!r} is {count}, past the int64 limit of counts ({_COUNT_MAX} = 2**63 - 1)")
+            if word:
+                words.append(bytes(word))
+                freqs.append(int(count))
+                occurrences += int(count) * len(word)
+        # A pair's count sums its words' counts times occurrences: it must fit the int64 counters.
+        if occurrences > _COUNT_MAX:
+            raise ValueError(f"the counts total {occurrences} symbol occurrences, past the int64 limit of pair counts "
+                             f"({_COUNT_MAX} = 2**63 - 1): scale them down")
+        counter = WordCounter(max(16, len(words)))
+        if words:
+            lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+            ends = np.cumsum(lengths)
+            spans = np.stack([ends - lengths, ends], axis=1)
+            data = np.frombuffer(b"".join(words), dtype=np.uint8)
+            counter._insert(data, spans, np.array(freqs, dtype=np.int64), np.arange(len(words), dtype=np.int64), True, 0)
+    except MemoryError as exc:
+        # The words as bytes, their spans, counts and the word table.
+        raise out_of_memory(exc, f"reading {len(counts):,} counted words", 160 * len(counts)) from exc
     corpus_bytes = sum(map(len, words))
     holder = [counter]
     del counter, words
@@ -239,20 +244,27 @@ def _count_words(source, options: _Options, show_progress, num_threads: int, fie
         spans = split_bytes(data, docs, options.pattern, num_threads=1)
         counters[k].add_spans(data, spans, base)
 
-    with ThreadPoolExecutor(threads) as pool:
-        pending: list = []
-        for chunk in iter_chunks(source, special_tokens=options.special_tokens, field=field):
-            for future in pending:  # the previous chunk; reading this one overlapped with it
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            pending: list = []
+            for chunk in iter_chunks(source, special_tokens=options.special_tokens, field=field):
+                for future in pending:  # the previous chunk; reading this one overlapped with it
+                    future.result()
+                pending = [pool.submit(work, k, chunk.data, part, position)
+                           for k, part in enumerate(_halves(chunk.docs, threads))]
+                position += len(chunk.data)
+                bar.set(chunk.consumed)
+            for future in pending:
                 future.result()
-            pending = [pool.submit(work, k, chunk.data, part, position)
-                       for k, part in enumerate(_halves(chunk.docs, threads))]
-            position += len(chunk.data)
-            bar.set(chunk.consumed)
-        for future in pending:
-            future.result()
-    bar.close()
-    for other in counters[1:]:
-        counters[0].merge(other)
+        bar.close()
+        for other in counters[1:]:
+            counters[0].merge(other)
+    except MemoryError as exc:
+        held = sum(c.nbytes for c in counters)
+        words = sum(c.n_words for c in counters)
+        # The word tables double when they fill, beside two chunks of input in flight.
+        raise out_of_memory(exc, f"counting the words of the corpus ({position:,} bytes read, {words:,} unique words so far)",
+                            2 * held + 4 * DEFAULT_CHUNK_BYTES) from exc
     return counters[0], position
 
 
@@ -339,7 +351,13 @@ def _train_from_counter(holder: list, options: _Options, show_progress, started:
     from ..encode.tokenizer import Tokenizer
 
     unique_words = holder[0].n_words
-    merges, token_bytes, counters = _learn(holder, options, show_progress)
+    word_bytes = holder[0].store_used
+    try:
+        merges, token_bytes, counters = _learn(holder, options, show_progress)
+    except MemoryError as exc:
+        # Word rows, symbols and their pairs' rows, postings, slots and heap entries.
+        raise out_of_memory(exc, f"learning merges from {unique_words:,} unique words ({word_bytes:,} bytes)",
+                            48 * unique_words + 120 * word_bytes) from exc
     k = len(options.special_tokens)
     tokenizer = Tokenizer(
         {tok: i for i, tok in enumerate(token_bytes) if i >= k},
