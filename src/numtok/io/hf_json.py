@@ -135,7 +135,7 @@ def read_hf_json(path: str | os.PathLike) -> dict[str, Any]:
         raw = f.read()
     try:
         data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
         raise ValueError(f"{path}: not a tokenizer.json file (invalid JSON: {exc})") from None
     name = os.path.splitext(os.path.basename(path))[0]
     if name == "tokenizer":  # ".../gpt2/tokenizer.json" is better named by its directory
