@@ -524,7 +524,43 @@ def _short(pattern: str) -> str:
     return pattern if len(pattern) < 24 else repr(pattern[:20] + "...")
 
 
+# What Tokenizer.__reduce__ writes: nothing else is unpickled into a Tokenizer.
+_STATE_TYPES: dict[str, Any] = {
+    "tok_bytes": np.ndarray, "tok_off": np.ndarray, "mergeable_ids": np.ndarray, "merges": (list, type(None)),
+    "pattern": str, "special_tokens": dict, "name": (str, type(None)), "units": str,
+    "unk_token": (str, type(None)), "end_of_word": (str, type(None)), "ignore_merges": bool,
+}  # fmt: skip
+
+
+def _check_state(state: Any) -> None:
+    """Raise pickle.UnpicklingError unless ``state`` has exactly the shape __reduce__ gives."""
+    import pickle
+
+    def bad(why: str):
+        return pickle.UnpicklingError(f"not a numtok Tokenizer state: {why}")
+
+    if not isinstance(state, dict) or set(state) != set(_STATE_TYPES):
+        keys = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
+        raise bad(f"expected the keys {sorted(_STATE_TYPES)}, got {keys}")
+    for key, kind in _STATE_TYPES.items():
+        if not isinstance(state[key], kind):
+            raise bad(f"{key} is a {type(state[key]).__name__}")
+    flat, off, ids = state["tok_bytes"], state["tok_off"], state["mergeable_ids"]
+    if flat.dtype != np.uint8 or off.dtype != np.int64 or ids.dtype != np.int64 or flat.ndim != 1 or off.ndim != 1 or ids.ndim != 1:
+        raise bad("token arrays of the wrong type or shape")
+    if len(off) == 0 or off[0] != 0 or off[-1] > len(flat) or bool(np.any(np.diff(off) < 0)):
+        raise bad("token offsets out of order or past the token bytes")
+    if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= len(off) - 1):
+        raise bad("token ids outside the offsets")
+    if not all(isinstance(s, str) and isinstance(i, int) and not isinstance(i, bool) for s, i in state["special_tokens"].items()):
+        raise bad("special_tokens is not a str -> int mapping")
+    merges = state["merges"]
+    if merges is not None and not all(isinstance(m, tuple) and len(m) == 2 and all(type(x) is bytes for x in m) for m in merges):
+        raise bad("merges are not pairs of bytes")
+
+
 def _unpickle(state: dict) -> Tokenizer:
+    _check_state(state)
     tok_off = state["tok_off"]
     ids = state["mergeable_ids"]
     flat = state["tok_bytes"]

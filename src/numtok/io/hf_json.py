@@ -256,6 +256,9 @@ def _template_is_identity(step: dict) -> bool:
 
 def _hf_added_tokens(added: list, problems: list[str]) -> dict[str, int]:
     specials: dict[str, int] = {}
+    if not isinstance(added, list) or not all(isinstance(tok, dict) and isinstance(tok.get("id"), int) for tok in added):
+        problems.append("added_tokens is not a list of objects with an int id")
+        return specials
     for tok in added:
         content = tok.get("content")
         flags = [k for k in ("single_word", "lstrip", "rstrip") if tok.get(k)]

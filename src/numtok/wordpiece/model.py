@@ -457,6 +457,9 @@ def pack_tokens(parts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
 def _normalizer_from_json(d, problems: list[str]) -> BertNormalizer | None:
     if d is None:
         return None
+    if not isinstance(d, dict):
+        problems.append(f"normalizer {d!r} (not an object)")
+        return None
     if d.get("type") != "BertNormalizer":
         problems.append(f"normalizer {d.get('type')!r} (only BertNormalizer)")
         return None
