@@ -174,3 +174,41 @@ def test_out_of_memory_in_the_cli_is_one_line_and_leaves_no_output(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert re.fullmatch(r"numtok: error: train: out of memory while .*" + NEEDS + "\n", r.stderr), r.stderr
     assert os.listdir(out) == []
+
+
+# -- batches that run for hours -----------------------------------------------------------------
+
+LONG_RUN = textwrap.dedent("""
+    import json, random, sys
+    import numtok
+    lines = [l for l in open(sys.argv[1], encoding="utf-8").read().splitlines() if l.strip()]
+    enc = numtok.load("o200k_base")
+    rng = random.Random(0)
+
+    def rss():
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) << 10 for line in f if line.startswith("VmRSS:"))
+
+    seen = []
+    for call in range(100):
+        # New words in every call, so the piece caches keep meeting pieces they do not hold.
+        docs = [f"{rng.choice(lines)} q{rng.getrandbits(40):x}z {call}" for _ in range(2000)]
+        batch = enc.encode_ordinary_batch(docs, num_threads=2)
+        assert batch.offsets[-1] == len(batch.ids)
+        del docs, batch
+        seen.append(rss())
+    print(json.dumps(seen))
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads VmRSS from /proc/self/status")
+def test_rss_stops_growing_over_many_batches():
+    """200,000 documents in 100 calls on 2 threads: memory after the first half stays flat
+    (piece caches are bounded, nothing accumulates per call)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    r = subprocess.run([sys.executable, "-c", LONG_RUN, str(DATA / "sample_mixed.txt")], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    rss = json.loads(r.stdout)
+    settled = rss[49]
+    assert max(rss[50:]) <= settled + (24 << 20), [x >> 20 for x in rss]  # MiB, to read the trend
