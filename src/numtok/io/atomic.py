@@ -128,9 +128,9 @@ def atomic_write(
 def remove_stale_temporaries(directory: str | os.PathLike) -> list[str]:
     """Remove numtok's hidden temporaries in ``directory`` that no live writer holds; returns
     their names. :func:`atomic_write` calls it once per process and directory."""
-    removed = []
+    removed: list[str] = []
     try:
-        entries = list(os.scandir(directory))
+        entries = list(os.scandir(os.fspath(directory)))
     except OSError:
         return removed
     for entry in entries:
