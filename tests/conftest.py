@@ -2,12 +2,15 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 DATA = Path(__file__).parent / "data"
 
 settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=30, deadline=None)
+# Long differential runs (tests/test_fuzz.py, `-m fuzz --hypothesis-profile=thorough`): 100,000
+# batches of 1-24 strings, about 1.2 million strings per encoding.
+settings.register_profile("thorough", max_examples=100_000, deadline=None, suppress_health_check=list(HealthCheck))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
@@ -20,3 +23,20 @@ def sample_text() -> str:
 @pytest.fixture(scope="session")
 def sample_lines(sample_text) -> list[str]:
     return sample_text.splitlines(keepends=True)
+
+
+# Strings compared per target by tests/test_fuzz.py, printed at the end of the run.
+FUZZ_COUNTS: dict[str, int] = {}
+
+
+def pytest_terminal_summary(terminalreporter):
+    if FUZZ_COUNTS:
+        counts = ", ".join(f"{k} {v:,}" for k, v in sorted(FUZZ_COUNTS.items()))
+        terminalreporter.write_line(f"fuzz: strings compared per target: {counts}")
+
+
+def pytest_keyboard_interrupt(excinfo):
+    # A long fuzz run stopped by Ctrl-C (or `timeout -s INT`) still reports how far it got.
+    if FUZZ_COUNTS:
+        counts = ", ".join(f"{k} {v:,}" for k, v in sorted(FUZZ_COUNTS.items()))
+        print(f"\nfuzz (interrupted): strings compared per target: {counts}", flush=True)

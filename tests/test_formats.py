@@ -502,8 +502,9 @@ def test_interrupted_save_leaves_the_old_file(trained, tmp_path, monkeypatch, fm
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     writer = {"json": hf_json, "tiktoken": tiktoken_file, "gpt2": gpt2_files}[fmt]
     monkeypatch.setattr(writer, "atomic_write", _failing_atomic_write)
-    with pytest.raises(_Boom):
+    with pytest.raises(OSError, match="No space left on device while writing .* previous content is kept") as info:
         getattr(new, save)(target)
+    assert isinstance(info.value.__cause__, _Boom)
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert after == before  # old content intact, no temporary file left behind
 

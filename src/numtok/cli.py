@@ -225,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"{args.command}: {exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}", 1)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
+    except MemoryError as exc:  # says what was being built and how much it needed
+        return _fail(f"{args.command}: {exc or 'out of memory'}", 1)
     except Exception as exc:  # a bug, not a user mistake: still one line, traceback on request
         if os.environ.get("NUMTOK_DEBUG"):
             raise

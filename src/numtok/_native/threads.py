@@ -1,8 +1,9 @@
-"""How many threads numtok uses by default."""
+"""How many threads numtok uses: the default, and the one rule every public ``num_threads`` follows."""
 
 from __future__ import annotations
 
 import functools
+import numbers
 import os
 
 
@@ -20,13 +21,21 @@ def cores_at_start() -> int:
     return usable_cores()
 
 
-def check_threads(num_threads) -> int:
-    """The thread count a public ``num_threads`` argument asks for: None means every usable
-    core; otherwise an int >= 1 (TypeError / ValueError name the bad value)."""
+def check_num_threads(num_threads: object) -> int:
+    """A public ``num_threads`` argument as a thread count: ``None`` means :func:`usable_cores`,
+    otherwise it must be an int >= 1.
+
+    >>> check_num_threads(3)
+    3
+    >>> check_num_threads(0)
+    Traceback (most recent call last):
+    ValueError: num_threads must be an int >= 1 or None, got 0
+    """
     if num_threads is None:
         return usable_cores()
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
-        raise TypeError(f"num_threads must be an int or None, not {type(num_threads).__name__}")
+    # numbers.Integral covers NumPy integers without importing NumPy; bool is an int but no count.
+    if isinstance(num_threads, bool) or not isinstance(num_threads, numbers.Integral):
+        raise TypeError(f"num_threads must be an int >= 1 or None, not {type(num_threads).__name__}")
     if num_threads < 1:
-        raise ValueError(f"num_threads must be >= 1, got {num_threads}")
-    return num_threads
+        raise ValueError(f"num_threads must be an int >= 1 or None, got {num_threads}")
+    return int(num_threads)

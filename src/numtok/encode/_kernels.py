@@ -409,12 +409,22 @@ def rank_pair_table(tok_bytes, tok_off, tok_tab, ids):
         bits += 1
     tab = np.full(1 << bits, _ALL_ONES, np.uint64)
     tbits = _table_bits(tok_tab)
+    # A cut is looked up only if tokens of both lengths exist: one enormous token (a hostile
+    # rank file) then costs its length, not its length squared in hashing.
+    longest = 0
+    for i in range(ids.shape[0]):
+        longest = max(longest, tok_off[ids[i] + 1] - tok_off[ids[i]])
+    has_len = np.zeros(longest + 1, np.bool_)
+    for i in range(ids.shape[0]):
+        has_len[tok_off[ids[i] + 1] - tok_off[ids[i]]] = True
     n = 0
     for i in range(ids.shape[0]):
         tid = ids[i]
         s = tok_off[tid]
         L = tok_off[tid + 1] - s
         for cut in range(1, L):
+            if not (has_len[cut] and has_len[L - cut]):
+                continue
             k0, h = _hash_bytes(tok_bytes, s, cut)
             left = _find_key(tok_tab, _NO_EXT, tbits, tok_bytes, tok_off, tok_bytes, s, cut, k0, h)
             if left < 0:

@@ -14,7 +14,8 @@ from typing import AbstractSet, Literal
 import numpy as np
 
 from .._native import pystr as _pystr
-from .._native.threads import usable_cores
+from .._native.memory import out_of_memory
+from .._native.threads import check_num_threads
 from ..io.arrow import check_nulls, is_arrow
 from .buffers import PAD, utf8_of_texts
 from .engine import encode_docs
@@ -25,6 +26,9 @@ SpecialSet = AbstractSet[str] | Literal["all"]
 # Texts are converted and encoded in blocks of this many characters (their UTF-8 stays
 # cache-sized; several threads take blocks).
 BLOCK_CHARS = 1 << 20
+# Address space an encode takes per character, roughly (UTF-8, piece spans, an id bound per
+# byte): what a MemoryError reports as needed.
+BYTES_PER_CHAR = 8
 
 
 class BatchEncoding:
@@ -140,16 +144,22 @@ def encode_batch(
     blocks of ``BLOCK_CHARS`` characters, one block per task on ``num_threads`` threads."""
     if isinstance(texts, str):
         raise TypeError("encode_batch takes an iterable of str, not a str")
-    threads = usable_cores() if num_threads is None else int(num_threads)
-    if threads < 1:
-        raise ValueError(f"num_threads must be >= 1, got {num_threads}")
-    allowed, disallowed = special_sets(tok, allowed_special, disallowed_special)
+    threads = check_num_threads(num_threads)
     check_nulls(nulls)
+    allowed, disallowed = special_sets(tok, allowed_special, disallowed_special)
     if is_arrow(texts):  # Arrow strings: read in place (encode/arrow.py)
         from .arrow import encode_arrow
 
         return encode_arrow(tok, texts, threads=threads, allowed=allowed, disallowed=disallowed, nulls=nulls)
     texts = _pystr.as_items(texts)  # a tuple: kernels read its items while it is held
+    try:
+        return _encode_items(tok, texts, threads, allowed, disallowed)
+    except MemoryError as exc:
+        chars = sum(len(t) for t in texts if isinstance(t, str))
+        raise out_of_memory(exc, f"encoding a batch of {len(texts):,} texts ({chars:,} characters)", BYTES_PER_CHAR * chars) from exc
+
+
+def _encode_items(tok, texts: tuple, threads: int, allowed: frozenset, disallowed: frozenset) -> BatchEncoding:
     # Lengths and UTF-8 straight from the str objects, without the GIL, where _pystr can
     # (exact str items, CPython); otherwise len() and "".join per block, which fail on
     # anything that is not a str (then the offending text is found).

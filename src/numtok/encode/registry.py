@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io.atomic import atomic_write
 from ..io.tiktoken_file import parse_ranks, read_rank_file, read_tiktoken_ranks
 from . import _kernels as _encode_kernels
 from . import tables
@@ -219,10 +220,8 @@ def _write_table_cache(path: Path | None, state: dict) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        with open(tmp, "wb") as f:
+        with atomic_write(path, "wb", fsync=False) as f:  # a cache: losing it to a crash costs a rebuild
             np.savez(f, **state)
-        os.replace(tmp, path)
         # Tables of older layouts (another numtok version) are of no more use.
         for old in path.parent.glob(path.name.rsplit("-", 1)[0] + "-*.npz"):
             if old != path:

@@ -22,14 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from .._native.threads import check_threads
+from .._native.memory import out_of_memory
+from .._native.threads import check_num_threads
 from .._native.utf8 import utf8_bytes
 from ..io import gpt2_files, hf_json, pretrained, tiktoken_file
 from ..io.arrow import is_arrow
 from . import _kernels as _k
 from . import batch, special, tables
 from . import offsets as offsets_module
-from .batch import BatchEncoding, SpecialSet
+from .batch import BYTES_PER_CHAR, BatchEncoding, SpecialSet
 from .buffers import padded_utf8_of
 from .engine import encode_docs, encode_plain
 from .piece_cache import PieceCaches
@@ -283,27 +284,30 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
-        allowed, disallowed = special.special_sets(self, allowed_special, disallowed_special)
-        if not allowed and disallowed and self._cuttable and len(text) > self._chunk_bytes:
-            # A long text with disallowed tokens only (the default): looked for in each block's
-            # UTF-8 while it is streamed, not in the str first (for a 4-byte-kind str that is
-            # 4 bytes a character to read; ~8% of the time). On a possible hit, or a text that
-            # cannot be streamed, the search below decides.
-            needles = special.block_needles(disallowed)
-            if needles is not None:
-                ids = encode_streamed(self, text, needles)
-                if ids is not None:
-                    return ids
-        if disallowed:
-            found = special.special_finder(disallowed)(text)
-            if found is not None:
-                raise special.disallowed_error(found)
-        if not allowed:
-            return encode_plain(self, text)
-        data = padded_utf8_of(text)
-        docs, doc_special = special.segments(self, data, allowed, 0)
-        ids, _ = encode_docs(self, data, docs, doc_special, 1)
-        return ids
+        try:
+            allowed, disallowed = special.special_sets(self, allowed_special, disallowed_special)
+            if not allowed and disallowed and self._cuttable and len(text) > self._chunk_bytes:
+                # A long text with disallowed tokens only (the default): looked for in each block's
+                # UTF-8 while it is streamed, not in the str first (for a 4-byte-kind str that is
+                # 4 bytes a character to read; ~8% of the time). On a possible hit, or a text that
+                # cannot be streamed, the search below decides.
+                needles = special.block_needles(disallowed)
+                if needles is not None:
+                    ids = encode_streamed(self, text, needles)
+                    if ids is not None:
+                        return ids
+            if disallowed:
+                found = special.special_finder(disallowed)(text)
+                if found is not None:
+                    raise special.disallowed_error(found)
+            if not allowed:
+                return encode_plain(self, text)
+            data = padded_utf8_of(text)
+            docs, doc_special = special.segments(self, data, allowed, 0)
+            ids, _ = encode_docs(self, data, docs, doc_special, 1)
+            return ids
+        except MemoryError as exc:
+            raise _text_out_of_memory(exc, text) from exc
 
     def encode_ordinary(self, text: str) -> np.ndarray:
         """Encode a string, treating special tokens as ordinary text.
@@ -314,7 +318,10 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
-        return encode_plain(self, text)
+        try:
+            return encode_plain(self, text)
+        except MemoryError as exc:
+            raise _text_out_of_memory(exc, text) from exc
 
     def encode_batch(
         self,
@@ -480,7 +487,7 @@ class Tokenizer:
         >>> enc.decode_batch(enc.encode_batch(["hello world", "", "héllo"]))
         ['hello world', '', 'héllo']
         """
-        check_threads(num_threads)
+        check_num_threads(num_threads)
         if isinstance(batch_or_ids, BatchEncoding):
             flat, bounds = batch_or_ids.ids, batch_or_ids.offsets
         else:
@@ -619,6 +626,10 @@ class Tokenizer:
         return f"no token for {unit} {char!r} (at byte {pos}) and no unk_token is set"
 
 
+def _text_out_of_memory(exc: MemoryError, text: str) -> MemoryError:
+    return out_of_memory(exc, f"encoding a text of {len(text):,} characters", BYTES_PER_CHAR * len(text))
+
+
 def _as_ids(ids) -> np.ndarray:
     if isinstance(ids, np.ndarray):
         arr = ids
@@ -655,7 +666,43 @@ def _short(pattern: str) -> str:
     return pattern if len(pattern) < 24 else repr(pattern[:20] + "...")
 
 
+# What Tokenizer.__reduce__ writes: nothing else is unpickled into a Tokenizer.
+_STATE_TYPES: dict[str, Any] = {
+    "tok_bytes": np.ndarray, "tok_off": np.ndarray, "mergeable_ids": np.ndarray, "merges": (list, type(None)),
+    "pattern": str, "special_tokens": dict, "name": (str, type(None)), "units": str,
+    "unk_token": (str, type(None)), "end_of_word": (str, type(None)), "ignore_merges": bool,
+}  # fmt: skip
+
+
+def _check_state(state: Any) -> None:
+    """Raise pickle.UnpicklingError unless ``state`` has exactly the shape __reduce__ gives."""
+    import pickle
+
+    def bad(why: str):
+        return pickle.UnpicklingError(f"not a numtok Tokenizer state: {why}")
+
+    if not isinstance(state, dict) or set(state) != set(_STATE_TYPES):
+        keys = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
+        raise bad(f"expected the keys {sorted(_STATE_TYPES)}, got {keys}")
+    for key, kind in _STATE_TYPES.items():
+        if not isinstance(state[key], kind):
+            raise bad(f"{key} is a {type(state[key]).__name__}")
+    flat, off, ids = state["tok_bytes"], state["tok_off"], state["mergeable_ids"]
+    if flat.dtype != np.uint8 or off.dtype != np.int64 or ids.dtype != np.int64 or flat.ndim != 1 or off.ndim != 1 or ids.ndim != 1:
+        raise bad("token arrays of the wrong type or shape")
+    if len(off) == 0 or off[0] != 0 or off[-1] > len(flat) or bool(np.any(np.diff(off) < 0)):
+        raise bad("token offsets out of order or past the token bytes")
+    if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= len(off) - 1):
+        raise bad("token ids outside the offsets")
+    if not all(isinstance(s, str) and isinstance(i, int) and not isinstance(i, bool) for s, i in state["special_tokens"].items()):
+        raise bad("special_tokens is not a str -> int mapping")
+    merges = state["merges"]
+    if merges is not None and not all(isinstance(m, tuple) and len(m) == 2 and all(type(x) is bytes for x in m) for m in merges):
+        raise bad("merges are not pairs of bytes")
+
+
 def _unpickle(state: dict) -> Tokenizer:
+    _check_state(state)
     tok_off = state["tok_off"]
     ids = state["mergeable_ids"]
     flat = state["tok_bytes"]

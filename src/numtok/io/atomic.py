@@ -1,36 +1,70 @@
-"""Atomic file writing: a save either completes or leaves the old file untouched.
+"""Atomic file writing: a save either completes or leaves the old file untouched, and a killed
+run leaves nothing behind.
 
-The data goes to a hidden temporary file in the destination's directory (same file system, so
-the final ``os.replace`` is an atomic rename), is flushed and fsynced, and only then renamed
-over the destination. Any exception, KeyboardInterrupt included, removes the temporary file.
-A process killed outright (SIGKILL, power loss) can leave the temporary file behind, never a
-half-written file under the final name.
+Where the OS has unnamed files (Linux ``O_TMPFILE``), the data goes to a file without a name in
+the destination's directory: if the process dies, the kernel frees it. Once the data is written
+and fsynced, the file is linked under a hidden name (``.NAME.numtok-XXXXXXXX.tmp``) and renamed
+over the destination at once (same file system, so the rename is atomic). Elsewhere the data goes
+to such a hidden named file from the start.
+
+A hidden temporary exists only while its writer holds an exclusive lock (``flock``) on it, so a
+temporary that can be locked belongs to a dead process: the first write of a process into a
+directory removes those (a run killed between link and rename, or one on a file system without
+unnamed files). Any exception, KeyboardInterrupt included, removes the temporary at once.
+Running out of disk space raises an ``OSError`` naming the destination, which keeps its old
+content.
 
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
 >>> with atomic_write(path, "w") as f:
 ...     _ = f.write("hello\\n")
->>> open(path).read()
-'hello\\n'
+>>> open(path).read(), os.listdir(os.path.dirname(path))
+('hello\\n', ['vocab.txt'])
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
+import re
+import secrets
+import threading
+import time
 from typing import IO, Iterator
 
-__all__ = ["atomic_write", "temporary_path_for"]
+try:
+    import fcntl
+except ImportError:  # pragma: no cover (Windows)
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["atomic_write", "is_temporary_name", "remove_stale_temporaries"]
+
+# .NAME.numtok-XXXXXXXX.tmp: hidden, and distinct from other programs' temporaries.
+_TEMPORARY = re.compile(r"\..+\.numtok-[0-9a-f]{8}\.tmp")
+# Without locks (no fcntl) a temporary is taken for stale once it is this old.
+_STALE_SECONDS = 24 * 3600
+_NO_SPACE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+_swept: set[str] = set()
+_swept_lock = threading.Lock()
 
 
 def temporary_path_for(path: str | os.PathLike) -> str:
-    """Create (empty) and return a hidden temporary file next to ``path``: ``.NAME.<random>.tmp``."""
+    """Create (empty) and return a hidden temporary file next to ``path``, ``.NAME.<random>.tmp``,
+    for a writer that renames several files into place together (token shards). Unlike
+    ``atomic_write``'s, it is not removed as stale by a later write into the directory: its
+    writer removes it on failure."""
     path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=os.path.dirname(os.path.abspath(path)))
     os.close(fd)
     return tmp
+
+
+def is_temporary_name(name: str) -> bool:
+    """Whether ``name`` (a file name, not a path) is one of numtok's hidden temporaries."""
+    return _TEMPORARY.fullmatch(name) is not None
 
 
 @contextlib.contextmanager
@@ -42,7 +76,7 @@ def atomic_write(
     newline: str | None = None,
     fsync: bool = True,
 ) -> Iterator[IO]:
-    """Open a temporary file for writing; on a clean exit rename it to ``path``.
+    """Open a temporary file for writing; on a clean exit put it in place as ``path``.
 
     Args:
         path: the destination. Its directory must exist.
@@ -53,6 +87,9 @@ def atomic_write(
 
     The new file gets the permissions of the file it replaces, or the usual ones for a new
     file (0o666 minus the umask) rather than the 0o600 of a temporary file.
+
+    Raises:
+        OSError: the disk (or quota) is full, naming ``path``; the old file is kept.
     """
     if "w" not in mode or "a" in mode or "x" in mode:
         raise ValueError(f"atomic_write needs a write mode such as 'w' or 'wb', not {mode!r}")
@@ -62,21 +99,145 @@ def atomic_write(
         raise FileNotFoundError(f"directory does not exist: {directory}")
     if "b" not in mode and encoding is None:
         encoding = "utf-8"
-    tmp = temporary_path_for(path)
+    _sweep_once(directory)
+    fd, named = _open_temporary(path, directory)
+    f = None
     try:
-        with open(tmp, mode, encoding=encoding, newline=newline) as f:
+        f = open(fd, mode, encoding=encoding, newline=newline)
+        try:
             yield f
             f.flush()
             if fsync:
-                os.fsync(f.fileno())
-        os.chmod(tmp, _permissions_for(path))
-        os.replace(tmp, path)
-    except BaseException:
+                os.fsync(fd)
+        except OSError as exc:
+            if exc.errno in _NO_SPACE:
+                raise OSError(exc.errno, f"{os.strerror(exc.errno)} while writing {path} (its previous content is kept)",
+                              path) from exc
+            raise
+        if named is None:
+            os.chmod(fd, _permissions_for(path))
+            named = _link_unnamed(fd, path, directory)
+        else:
+            os.chmod(named, _permissions_for(path))
+        if fcntl is None:  # pragma: no cover (Windows cannot rename an open file)
+            f.close()
+        os.replace(named, path)
+        named = None
+    finally:
+        if named is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(named)
+        # On failure, data still buffered may not fit either: the first error is the one to see.
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+            if f is not None:
+                f.close()
+            else:
+                os.close(fd)
     if fsync:
         _fsync_directory(directory)
+
+
+def remove_stale_temporaries(directory: str | os.PathLike) -> list[str]:
+    """Remove numtok's hidden temporaries in ``directory`` that no live writer holds; returns
+    their names. :func:`atomic_write` calls it once per process and directory."""
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(os.fspath(directory)))
+    except OSError:
+        return removed
+    for entry in entries:
+        if is_temporary_name(entry.name) and _remove_if_stale(entry.path):
+            removed.append(entry.name)
+    return removed
+
+
+def _sweep_once(directory: str) -> None:
+    with _swept_lock:
+        if directory in _swept:
+            return
+        _swept.add(directory)
+    remove_stale_temporaries(directory)
+
+
+def _remove_if_stale(path: str) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return False  # a live writer holds it
+        elif time.time() - os.fstat(fd).st_mtime < _STALE_SECONDS:  # pragma: no cover
+            return False
+        if not _same_file(fd, path):
+            return False
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _same_file(fd: int, path: str) -> bool:
+    try:
+        a, b = os.fstat(fd), os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _temporary_name(path: str, directory: str) -> str:
+    return os.path.join(directory, f".{os.path.basename(path)}.numtok-{secrets.token_hex(4)}.tmp")
+
+
+def _open_temporary(path: str, directory: str) -> tuple[int, str | None]:
+    """(fd, None) for an unnamed file where the OS has them, else (fd, name) of a hidden file
+    held locked."""
+    unnamed = getattr(os, "O_TMPFILE", 0)
+    if unnamed and os.path.isdir("/proc/self/fd"):
+        try:
+            fd = os.open(directory, unnamed | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError:
+            pass  # this file system has no unnamed files (EOPNOTSUPP, EISDIR, EINVAL)
+        else:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # held once linked, until it is renamed
+            return fd, None
+    while True:
+        name = _temporary_name(path, directory)
+        try:
+            fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except FileExistsError:  # pragma: no cover (2**32 names)
+            continue
+        if fcntl is None:  # pragma: no cover
+            return fd, name
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if _same_file(fd, name):
+            return fd, name
+        # Removed as stale between its creation and the lock: take another name.
+        os.close(fd)  # pragma: no cover
+
+
+def _link_unnamed(fd: int, path: str, directory: str) -> str:
+    """Give the unnamed file ``fd`` a hidden name in ``directory`` (a rename can then put it
+    over ``path``: link cannot replace a file)."""
+    # A directory fd makes os.link call linkat, which follows the /proc link to the file
+    # (plain link(2) would try to link the symbolic link itself).
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        while True:
+            name = _temporary_name(path, directory)
+            try:
+                os.link(f"/proc/self/fd/{fd}", os.path.basename(name), dst_dir_fd=dir_fd, follow_symlinks=True)
+                return name
+            except FileExistsError:  # pragma: no cover
+                continue
+    finally:
+        os.close(dir_fd)
 
 
 def _permissions_for(path: str) -> int:

@@ -56,7 +56,7 @@ def read_gpt2(vocab_json: str | os.PathLike, merges_txt: str | os.PathLike, patt
     try:
         with open(vocab_json, encoding="utf-8") as f:
             strings = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
         raise ValueError(f"{vocab_json}: not a vocab.json file ({exc})") from None
     if not isinstance(strings, dict) or not all(isinstance(i, int) for i in strings.values()):
         raise ValueError(f"{vocab_json}: not a vocab.json file (expected an object of token -> id)")

@@ -135,7 +135,7 @@ def read_hf_json(path: str | os.PathLike) -> dict[str, Any]:
         raw = f.read()
     try:
         data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
         raise ValueError(f"{path}: not a tokenizer.json file (invalid JSON: {exc})") from None
     name = os.path.splitext(os.path.basename(path))[0]
     if name == "tokenizer":  # ".../gpt2/tokenizer.json" is better named by its directory
@@ -256,6 +256,9 @@ def _template_is_identity(step: dict) -> bool:
 
 def _hf_added_tokens(added: list, problems: list[str]) -> dict[str, int]:
     specials: dict[str, int] = {}
+    if not isinstance(added, list) or not all(isinstance(tok, dict) and isinstance(tok.get("id"), int) for tok in added):
+        problems.append("added_tokens is not a list of objects with an int id")
+        return specials
     for tok in added:
         content = tok.get("content")
         flags = [k for k in ("single_word", "lstrip", "rstrip") if tok.get(k)]

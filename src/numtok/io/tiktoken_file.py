@@ -215,7 +215,7 @@ def read_tiktoken_sidecar(path: str | os.PathLike) -> dict | None:
         pattern = (side.get("numtok") or {}).get("pattern") or side["pat_str"]
         specials = {str(s): int(i) for s, i in (side.get("special_tokens") or {}).items()}
         name = side.get("name")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise ValueError(f"{side_path}: malformed tiktoken sidecar ({exc})") from None
     resolved, _ = resolve_pattern(pattern)
     return {"name": name, "pattern": resolved or pattern, "special_tokens": specials}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._native.threads import check_num_threads
 from .._native.utf8 import char_to_byte_offsets, utf8_bytes
 from .patterns import compile_pattern, resolve_pattern
 
@@ -58,16 +59,12 @@ def split_bytes(data: np.ndarray, docs: np.ndarray, pattern: str, num_threads: i
     name, pattern_string = resolve_pattern(pattern)
     data = _as_byte_array(data)
     docs = _as_doc_ranges(docs, len(data))
-    if num_threads is not None:
-        if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)):
-            raise TypeError(f"num_threads must be an int or None, not {type(num_threads).__name__}")
-        if num_threads < 1:
-            raise ValueError(f"num_threads must be >= 1, not {num_threads}")
+    threads = check_num_threads(num_threads)
     if name is not None:
         from . import _scanners
 
         if _scanners.has_scanner(name):
-            return _scanners.split_named(data, docs, name, num_threads)
+            return _scanners.split_named(data, docs, name, threads)
     return _split_with_regex(data, docs, pattern_string)
 
 

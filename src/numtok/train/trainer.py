@@ -14,9 +14,10 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from .._native.threads import usable_cores
+from .._native.memory import out_of_memory
+from .._native.threads import check_num_threads
 from ..io.byte_level import CHAR_TO_BYTE, bytes_to_unicode
-from ..io.sources import TextChunk, iter_chunks, source_size
+from ..io.sources import DEFAULT_CHUNK_BYTES, TextChunk, iter_chunks, source_size
 from ..pretokenizers import split_bytes
 from ..pretokenizers.patterns import resolve_pattern
 from ..progress import Progress
@@ -29,6 +30,7 @@ __all__ = ["train_bpe", "train_bpe_from_counts", "byte_level_order"]
 TIE_BREAKS = ("hf", "first-seen")
 ALPHABETS = ("bytes", "observed")
 UNITS = ("bytes", "chars")
+_COUNT_MAX = 2**63 - 1  # word and pair counts are int64
 
 
 def byte_level_order() -> np.ndarray:
@@ -69,7 +71,8 @@ def train_bpe(
             (each line one sequence), ``.jsonl`` (its ``field``), optionally ``.gz``, or
             ``.parquet`` (its ``field`` column, streamed a few MB at a time). Read as a stream;
             only unique words are kept.
-        vocab_size: the final number of tokens, special tokens included.
+        vocab_size: the final number of tokens, special tokens included. Training stops
+            earlier when no pair is left; memory follows the corpus, not this number.
         pattern: "gpt2", "r50k", "cl100k", "o200k" or a regex (``regex`` syntax).
         special_tokens: tokens that take the first ids, in order. Where they occur in the
             training text they are cut out and never merged into other tokens (HF does not do
@@ -104,8 +107,9 @@ def train_bpe(
     """
     options = _Options.check(vocab_size, pattern, special_tokens, min_frequency, max_token_length,
                              tie_break, alphabet, units, unk_token, end_of_word)
+    threads = check_num_threads(num_threads)
     started = time.perf_counter()
-    counter, corpus_bytes = _count_words(source, options, show_progress, num_threads, field)
+    counter, corpus_bytes = _count_words(source, options, show_progress, threads, field)
     holder = [counter]
     del counter  # the holder owns it now, so it is freed as soon as the words are symbolized
     return _train_from_counter(holder, options, show_progress, started, corpus_bytes)
@@ -128,7 +132,7 @@ def train_bpe_from_counts(counts: WordCounts | Mapping, vocab_size: int, **optio
     ['e s', 'es t', 'est </w>', 'l o']
     """
     show_progress = options.pop("show_progress", None)
-    options.pop("num_threads", None)
+    check_num_threads(options.pop("num_threads", None))  # accepted for symmetry; counting is done
     options.pop("field", None)
     if isinstance(counts, WordCounts):
         return _train_from_word_counts(counts, vocab_size, show_progress, options)
@@ -136,24 +140,36 @@ def train_bpe_from_counts(counts: WordCounts | Mapping, vocab_size: int, **optio
     if not isinstance(counts, Mapping):
         raise TypeError(f"counts must be a mapping {{word: count}}, not {type(counts).__name__}")
     started = time.perf_counter()
-    words, freqs = [], []
-    for word, count in counts.items():
-        if isinstance(word, str):
-            word = word.encode("utf-8")
-        elif not isinstance(word, (bytes, bytearray)):
-            raise TypeError(f"counts keys must be str or bytes, not {type(word).__name__}")
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
-            raise ValueError(f"count of {word!r} must be a non-negative integer, got {count!r}")
-        if word:
-            words.append(bytes(word))
-            freqs.append(int(count))
-    counter = WordCounter(max(16, len(words)))
-    if words:
-        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-        ends = np.cumsum(lengths)
-        spans = np.stack([ends - lengths, ends], axis=1)
-        data = np.frombuffer(b"".join(words), dtype=np.uint8)
-        counter._insert(data, spans, np.array(freqs, dtype=np.int64), np.arange(len(words), dtype=np.int64), True, 0)
+    try:
+        words, freqs = [], []
+        occurrences = 0
+        for word, count in counts.items():
+            if isinstance(word, str):
+                word = word.encode("utf-8")
+            elif not isinstance(word, (bytes, bytearray)):
+                raise TypeError(f"counts keys must be str or bytes, not {type(word).__name__}")
+            if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+                raise ValueError(f"count of {word!r} must be a non-negative integer, got {count!r}")
+            if count > _COUNT_MAX:
+                raise ValueError(f"count of {word!r} is {count}, past the int64 limit of counts ({_COUNT_MAX} = 2**63 - 1)")
+            if word:
+                words.append(bytes(word))
+                freqs.append(int(count))
+                occurrences += int(count) * len(word)
+        # A pair's count sums its words' counts times occurrences: it must fit the int64 counters.
+        if occurrences > _COUNT_MAX:
+            raise ValueError(f"the counts total {occurrences} symbol occurrences, past the int64 limit of pair counts "
+                             f"({_COUNT_MAX} = 2**63 - 1): scale them down")
+        counter = WordCounter(max(16, len(words)))
+        if words:
+            lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+            ends = np.cumsum(lengths)
+            spans = np.stack([ends - lengths, ends], axis=1)
+            data = np.frombuffer(b"".join(words), dtype=np.uint8)
+            counter._insert(data, spans, np.array(freqs, dtype=np.int64), np.arange(len(words), dtype=np.int64), True, 0)
+    except MemoryError as exc:
+        # The words as bytes, their spans, counts and the word table.
+        raise out_of_memory(exc, f"reading {len(counts):,} counted words", 160 * len(counts)) from exc
     corpus_bytes = sum(map(len, words))
     holder = [counter]
     del counter, words
@@ -260,7 +276,7 @@ def _count_words(source, options: _Options, show_progress, num_threads, field: s
 
 def _count_chunks(chunks: Iterable[TextChunk], pattern: str, total: int | None, show_progress, num_threads) -> tuple[WordCounter, int]:
     """Count the words of a stream of TextChunks; returns (counter, bytes of text)."""
-    threads = max(1, min(2, num_threads or usable_cores()))
+    threads = min(2, check_num_threads(num_threads))
     counters = [WordCounter() for _ in range(threads)]
     bar = Progress("Counting words", total=total, unit="B", enabled=show_progress)
     position = 0
@@ -269,20 +285,27 @@ def _count_chunks(chunks: Iterable[TextChunk], pattern: str, total: int | None, 
         spans = split_bytes(data, docs, pattern, num_threads=1)
         counters[k].add_spans(data, spans, base)
 
-    with ThreadPoolExecutor(threads) as pool:
-        pending: list = []
-        for chunk in chunks:
-            for future in pending:  # the previous chunk; reading this one overlapped with it
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            pending: list = []
+            for chunk in chunks:
+                for future in pending:  # the previous chunk; reading this one overlapped with it
+                    future.result()
+                pending = [pool.submit(work, k, chunk.data, part, position)
+                           for k, part in enumerate(_halves(chunk.docs, threads))]
+                position += len(chunk.data)
+                bar.set(chunk.consumed)
+            for future in pending:
                 future.result()
-            pending = [pool.submit(work, k, chunk.data, part, position)
-                       for k, part in enumerate(_halves(chunk.docs, threads))]
-            position += len(chunk.data)
-            bar.set(chunk.consumed)
-        for future in pending:
-            future.result()
-    bar.close()
-    for other in counters[1:]:
-        counters[0].merge(other)
+        bar.close()
+        for other in counters[1:]:
+            counters[0].merge(other)
+    except MemoryError as exc:
+        held = sum(c.nbytes for c in counters)
+        words = sum(c.n_words for c in counters)
+        # The word tables double when they fill, beside two chunks of input in flight.
+        raise out_of_memory(exc, f"counting the words of the corpus ({position:,} bytes read, {words:,} unique words so far)",
+                            2 * held + 4 * DEFAULT_CHUNK_BYTES) from exc
     return counters[0], position
 
 
@@ -369,7 +392,13 @@ def _train_from_counter(holder: list, options: _Options, show_progress, started:
     from ..encode.tokenizer import Tokenizer
 
     unique_words = holder[0].n_words
-    merges, token_bytes, counters = _learn(holder, options, show_progress)
+    word_bytes = holder[0].store_used
+    try:
+        merges, token_bytes, counters = _learn(holder, options, show_progress)
+    except MemoryError as exc:
+        # Word rows, symbols and their pairs' rows, postings, slots and heap entries.
+        raise out_of_memory(exc, f"learning merges from {unique_words:,} unique words ({word_bytes:,} bytes)",
+                            48 * unique_words + 120 * word_bytes) from exc
     k = len(options.special_tokens)
     tokenizer = Tokenizer(
         {tok: i for i, tok in enumerate(token_bytes) if i >= k},
@@ -435,7 +464,10 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
 
     progress = np.zeros(8, dtype=np.int64)
     result: list = []
-    n_target = options.vocab_size
+    # Every merge rewrites at least one occurrence, so a word of n symbols allows at most n - 1
+    # of them: the engine's id tables are sized by that, never by a huge vocab_size, and
+    # training stops when no pair is left (as HF does).
+    n_target = min(options.vocab_size, minimum + int((w_len.astype(np.int64) - 1).sum()))
     bar = Progress("Merging", total=n_target - minimum, unit="merges", enabled=show_progress)
 
     def run():

@@ -168,6 +168,16 @@ class WordCounter:
     def n_words(self) -> int:
         return int(self._sizes[0])
 
+    @property
+    def store_used(self) -> int:
+        """Bytes of the unique words, end to end."""
+        return int(self._sizes[1])
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the table and its arrays."""
+        return sum(a.nbytes for a in (self._table, self._start, self._len, self._store))
+
     def add_spans(self, data: np.ndarray, spans: np.ndarray, base_pos: int) -> None:
         """Count every span of ``data``; ``base_pos`` is data[0]'s position in the corpus."""
         self._insert(data, spans, self._empty64, self._empty64, False, base_pos)

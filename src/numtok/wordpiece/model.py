@@ -22,6 +22,9 @@ from .bert import BertNormalizer, class_table, code_points, lower_table_packed, 
 __all__ = ["WordPiece", "BERT_SPECIAL_TOKENS"]
 
 BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# The largest id: tables indexed by id are at most 16 MiB, whatever id a file names (the trie
+# holds at most 2**21 - 1 nodes, so no vocabulary has more tokens).
+MAX_ID = (1 << 21) - 2
 _NO_LOWER = np.zeros(0, dtype=np.int32)
 _NO_LOWER.setflags(write=False)
 
@@ -73,9 +76,10 @@ class WordPiece:
         self._vocab = {str(k): int(v) for k, v in vocab.items()}
         if unk_token not in self._vocab:
             raise ValueError(f"unk_token {unk_token!r} is not in the vocabulary")
+        if not all(0 <= i <= MAX_ID for i in self._vocab.values()):
+            token, i = next((t, i) for t, i in self._vocab.items() if not 0 <= i <= MAX_ID)
+            raise ValueError(f"vocab[{token!r}] = {i} is out of range (ids are 0 .. {MAX_ID})")
         ids = np.fromiter(self._vocab.values(), dtype=np.int64, count=len(self._vocab))
-        if len(ids) and ids.min() < 0:
-            raise ValueError(f"negative id {int(ids.min())} in the vocabulary")
         if len(np.unique(ids)) != len(ids):
             raise ValueError("two tokens share an id in the vocabulary")
         if not isinstance(max_input_chars_per_word, int) or max_input_chars_per_word < 0:
@@ -141,7 +145,7 @@ class WordPiece:
         """Load a HF ``tokenizer.json`` from its text (see :meth:`from_file`)."""
         try:
             d = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
             raise ValueError(f"{source}: not JSON: {exc}") from None
         if not isinstance(d, dict):
             raise ValueError(f"{source}: not a tokenizer.json object")
@@ -162,7 +166,11 @@ class WordPiece:
         vocab = dict(vocab)
         specials: list[str] = []
         added: list[str] = []
-        for tok in d.get("added_tokens") or []:
+        added_tokens = d.get("added_tokens") or []
+        if not isinstance(added_tokens, list) or not all(isinstance(tok, dict) for tok in added_tokens):
+            problems.append("added_tokens is not a list of objects")
+            added_tokens = []
+        for tok in added_tokens:
             content, tid = tok.get("content"), tok.get("id")
             bad = [k for k in ("single_word", "lstrip", "rstrip", "normalized") if tok.get(k)]
             if bad:
@@ -448,6 +456,9 @@ def pack_tokens(parts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
 
 def _normalizer_from_json(d, problems: list[str]) -> BertNormalizer | None:
     if d is None:
+        return None
+    if not isinstance(d, dict):
+        problems.append(f"normalizer {d!r} (not an object)")
         return None
     if d.get("type") != "BertNormalizer":
         problems.append(f"normalizer {d.get('type')!r} (only BertNormalizer)")
