@@ -27,9 +27,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import tempfile
 import re
 import secrets
+import tempfile
 import threading
 import time
 from typing import IO, Iterator
