@@ -3,7 +3,7 @@ run leaves nothing behind.
 
 Where the OS has unnamed files (Linux ``O_TMPFILE``), the data goes to a file without a name in
 the destination's directory: if the process dies, the kernel frees it. Once the data is written
-and fsynced, the file is linked under a hidden name (``.NAME.numtok-XXXXXXXX.tmp``) and renamed
+and fsynced, the file is linked under a hidden name (``.NAME.numtok-<8 hex digits>.tmp``) and renamed
 over the destination at once (same file system, so the rename is atomic). Elsewhere the data goes
 to such a hidden named file from the start.
 
@@ -41,7 +41,7 @@ except ImportError:  # pragma: no cover (Windows)
 
 __all__ = ["atomic_write", "is_temporary_name", "remove_stale_temporaries"]
 
-# .NAME.numtok-XXXXXXXX.tmp: hidden, and distinct from other programs' temporaries.
+# .NAME.numtok-<8 hex digits>.tmp: hidden, and distinct from other programs' temporaries.
 _TEMPORARY = re.compile(r"\..+\.numtok-[0-9a-f]{8}\.tmp")
 # Without locks (no fcntl) a temporary is taken for stale once it is this old.
 _STALE_SECONDS = 24 * 3600
