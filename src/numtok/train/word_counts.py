@@ -140,6 +140,11 @@ class WordCounts:
         return self.words
 
     @property
+    def store_used(self) -> int:
+        """Bytes of the unique words, end to end."""
+        return int(self.offsets[-1])
+
+    @property
     def starts(self) -> np.ndarray:
         return self.offsets[:-1]
 
