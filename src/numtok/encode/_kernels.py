@@ -260,14 +260,6 @@ def build_pair_filter(ptab):
 
 
 @njit(inline="always")
-def _filter_bits(pfilter):
-    bits = 0
-    while (1 << bits) < pfilter.shape[0]:
-        bits += 1
-    return bits
-
-
-@njit(inline="always")
 def _result(res_of, p):
     """The id a merge of priority p produces: p itself in rank mode (empty res_of)."""
     if res_of.shape[0] == 0:
@@ -344,9 +336,10 @@ def build_pair_table(lefts, rights, priorities):
 
 
 @njit(inline="always")
-def _pair_bits(ptab):
+def _log2_len(table):
+    """log2 of a power-of-two table's length (the pair table's, the pair filter's)."""
     bits = 0
-    while (1 << bits) < ptab.shape[0]:
+    while (1 << bits) < table.shape[0]:
         bits += 1
     return bits
 
@@ -358,7 +351,7 @@ def byte_pair_table(byte_id, ptab):
     The first round of every piece looks up byte pairs only (units="bytes"); this 256 KiB table
     answers them without touching the big pair table.
     """
-    pbits = _pair_bits(ptab)
+    pbits = _log2_len(ptab)
     out = np.full(65536, INF_PRIORITY, np.int32)
     for a in range(256):
         if byte_id[a] < 0:
@@ -855,8 +848,8 @@ def _encode_loop(
     """The loop of ``encode_spans``, with its work arrays."""
     tbits = _table_bits(tok_tab)
     wbits = _table_bits(whole_tab)
-    pbits = _pair_bits(ptab)
-    fbits = _filter_bits(pfilter)
+    pbits = _log2_len(ptab)
+    fbits = _log2_len(pfilter)
     cache_bits, long_base, long_bits, index, head, dbase = _cache_layout(cache)
     cache_max = CACHE_MAX_BYTES if cache_bits > 0 else 0
     long_max = LONG_MAX_BYTES if cache_bits > 0 else 0
@@ -1083,7 +1076,7 @@ def derive_merges(tok_bytes, tok_off, byte_id, ptab, ids):
 
     Returns int64 arrays (left, right); -1 where the restricted encoding is not two tokens.
     """
-    pbits = _pair_bits(ptab)
+    pbits = _log2_len(ptab)
     res_of = np.zeros(0, np.int32)  # rank mode
     n_ids = ids.shape[0]
     left = np.full(n_ids, -1, np.int64)
