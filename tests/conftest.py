@@ -40,3 +40,21 @@ def pytest_keyboard_interrupt(excinfo):
     if FUZZ_COUNTS:
         counts = ", ".join(f"{k} {v:,}" for k, v in sorted(FUZZ_COUNTS.items()))
         print(f"\nfuzz (interrupted): strings compared per target: {counts}", flush=True)
+
+
+def write_slow_job(directory: Path, copies: int) -> list[str]:
+    """``directory/slow.json`` (a tokenizer with a custom regex: the slow, regex-module path) and
+    ``directory/big.jsonl`` (the sample text ``copies`` times), so that an encode runs for
+    seconds; returns the sample's lines."""
+    import json
+
+    import numtok
+
+    lines = (DATA / "sample_mixed.txt").read_text(encoding="utf-8").splitlines(keepends=True)
+    tok = numtok.train_bpe(lines, 500, pattern=r"\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+|\s+", special_tokens=["<|endoftext|>"])
+    tok.save(directory / "slow.json")
+    with open(directory / "big.jsonl", "w", encoding="utf-8") as f:
+        for _ in range(copies):
+            for line in lines:
+                f.write(json.dumps({"text": line}) + "\n")
+    return lines

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import random
 import signal
@@ -20,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import write_slow_job
 
 import numtok
 from numtok.io import atomic
@@ -75,14 +75,7 @@ def leftovers(directory: Path, final: str) -> list[str]:
 def jobs(tmp_path_factory):
     """Inputs, and the complete output of each job (what a run that is not killed writes)."""
     d = tmp_path_factory.mktemp("jobs")
-    lines = (DATA / "sample_mixed.txt").read_text(encoding="utf-8").splitlines(keepends=True)
-    # A custom regex takes the regex-module path: a few MB encode for seconds.
-    slow = numtok.train_bpe(lines, 500, pattern=r"\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+|\s+", special_tokens=["<|endoftext|>"])
-    slow.save(d / "slow.json")
-    with open(d / "big.jsonl", "w", encoding="utf-8") as f:
-        for _ in range(12):
-            for line in lines:
-                f.write(json.dumps({"text": line}) + "\n")
+    lines = write_slow_job(d, 12)
     (d / "corpus.txt").write_text("".join(lines), encoding="utf-8")
     jobs = {
         "encode": numtok_cmd("encode", "-t", d / "slow.json", d / "big.jsonl", "--chunk-mb", "1", "--threads", "1", "-q", "-o"),

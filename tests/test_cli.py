@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import write_slow_job
 
 import numtok
 from numtok import cli
@@ -294,13 +295,7 @@ def slow_job(tmp_path_factory):
     """A tokenizer with a custom regex (the slow, regex-module path) and a few MB of text, so an
     encode runs for several seconds."""
     d = tmp_path_factory.mktemp("slow")
-    lines = (DATA / "sample_mixed.txt").read_text(encoding="utf-8").splitlines(keepends=True)
-    tok = numtok.train_bpe(lines, 500, pattern=r"\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+|\s+", special_tokens=["<|endoftext|>"])
-    tok.save(d / "slow.json")
-    with open(d / "big.jsonl", "w", encoding="utf-8") as f:
-        for _ in range(24):
-            for line in lines:
-                f.write(json.dumps({"text": line}) + "\n")
+    write_slow_job(d, 24)
     return d
 
 
