@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Callable
 
+import numpy as np
+
 __all__ = ["warmup", "JOBS"]
 
 _SAMPLE = (
@@ -69,8 +71,11 @@ def _job_encodings() -> None:
 
     for name in ("o200k_base", "r50k_base", "p50k_base"):
         _encode_paths(numtok.load(name))
+    big = np.frombuffer((_text() * 100).encode(), dtype=np.uint8)  # > 1 MiB: split over threads
+    docs = np.array([[0, len(big) // 2], [len(big) // 2, len(big)]], dtype=np.int64)
     for pattern in ("gpt2", "cl100k", "o200k", r"\w+|[^\w\s]+|\s+"):
         numtok.pretokenize(_text(), pattern)
+        numtok.split_bytes(big, docs, pattern, num_threads=2)
 
 
 def _job_train() -> None:

@@ -224,12 +224,18 @@ class KernelCache(caching.Cache):
 
 def cached_njit(*args, **options):
     """``numba.njit`` whose compiled code is kept by :class:`KernelCache`; used as
-    ``@cached_njit`` or ``@cached_njit(nogil=True, ...)``."""
+    ``@cached_njit``, ``@cached_njit(nogil=True, ...)`` or with one explicit signature,
+    ``@cached_njit(sig, nogil=True)`` (compiled or loaded when the module is imported; calls
+    with other argument types convert to it instead of compiling another specialisation)."""
     options.pop("cache", None)
+    signature = args[0] if args and not callable(args[0]) else None
 
     def wrap(fn):
         dispatcher = njit(**options)(fn)
         dispatcher._cache = KernelCache(fn)  # what Dispatcher.enable_caching does, with our cache
+        if signature is not None:  # what njit(sig) does, after the cache is in place
+            dispatcher.compile(signature)
+            dispatcher.disable_compile()
         return dispatcher
 
     if args and callable(args[0]):

@@ -67,6 +67,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
 from .._native.intrinsics import ascii_class_masks32 as _ascii_class_masks32
@@ -98,7 +99,7 @@ _kernel = cached_njit(nogil=True, _nrt=False)
 # Indexing with an unsigned integer spares Numba's negative-index handling (a compare and a
 # select per access, measured 5-13% of the kernels' time); every index here is >= 0.
 _u = np.uint64
-_inline = cached_njit(nogil=True, inline="always")
+_inline = njit(nogil=True, inline="always")  # compiled inside its callers only: nothing to cache
 
 
 # Bit-mask constants (uint64, so Numba keeps the masks unsigned).

@@ -26,6 +26,7 @@ Why this shape (performance notes)
 from __future__ import annotations
 
 import numpy as np
+from numba import types
 
 from .._native.intrinsics import prefetch
 from .._native.jit import cached_njit
@@ -79,7 +80,13 @@ def _rehash_pairs(pairs, n_pairs, size):
     return slots
 
 
-@cached_njit(nogil=True)
+# Helpers of the merge loop have one explicit signature each: their call sites pass int32 and
+# int64 symbols and constants (typed as literals), which would otherwise compile up to eight
+# specialisations of one helper (a quarter of a first training's compile time).
+_I64_2D = types.int64[:, ::1]
+
+
+@cached_njit((types.int32[::1], _I64_2D, types.int64, types.int64), nogil=True)
 def _new_pair(slots, pairs, n_pairs, key):
     """Insert a key that is not in the table (capacity is ensured by the caller); returns its row."""
     mask = len(slots) - 1
@@ -98,7 +105,7 @@ def _new_pair(slots, pairs, n_pairs, key):
     return n_pairs
 
 
-@cached_njit(nogil=True)
+@cached_njit((types.int32[::1], _I64_2D, types.int64, types.int64), nogil=True)
 def _reserve_pairs(slots, pairs, n_pairs, extra):
     """Room for ``extra`` more pairs at load factor <= 1/2; returns (slots, pairs)."""
     need = n_pairs + extra
@@ -161,7 +168,7 @@ def _reserve_pool(pairs, n_pairs, pool, st, extra):
 # heap of (count, aux, pair row): best = higher count, then lower aux
 
 
-@cached_njit(nogil=True)
+@cached_njit((_I64_2D, types.int64, types.int64, types.int64, types.int64), nogil=True)
 def _heap_push(heap, size, count, aux, p):
     if size >= len(heap):
         grown = np.empty((2 * len(heap), 3), dtype=np.int64)
@@ -174,7 +181,7 @@ def _heap_push(heap, size, count, aux, p):
     return heap, size + 1
 
 
-@cached_njit(nogil=True)
+@cached_njit((_I64_2D, types.int64), nogil=True)
 def _heap_pop(heap, size):
     """Remove the top entry (read it before calling); returns the new size."""
     size -= 1
@@ -295,7 +302,8 @@ def _register_token(tslots, tok_hash, t):
 # the merge loop
 
 
-@cached_njit(nogil=True)
+@cached_njit(types.void(types.int32[::1], _I64_2D, types.int32[::1], types.int64[::1], types.int64[::1], _I64_2D, _I64_2D,
+                        *([types.int64] * 7), types.int64[::1], types.int64), nogil=True)
 def _apply_delta(slots, pairs, pool, touched, st, near, near_step, side, step, x, y, d, w, position,
                  tok_len, max_len):
     """count(x, y) += d; on a gain, add word w to its postings and mark it touched this step.
