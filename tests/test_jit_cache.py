@@ -106,6 +106,21 @@ def test_damaged_entries_are_compiled_again_and_rewritten(tmp_path):
         assert (again["hits"], again["misses"]) == (1, 0)
 
 
+def test_entries_of_another_numba_version_are_not_used(tmp_path):
+    import pickle
+
+    env = _env(pythonpath=_copy_package(tmp_path), NUMTOK_JIT_CACHE=tmp_path / "cache")
+    _probe(env)
+    for index in (tmp_path / "cache").rglob("*.nbi"):
+        with open(index, "rb") as f:
+            pickle.load(f)  # Numba's version, then the entries
+            rest = f.read()
+        index.write_bytes(pickle.dumps("0.1.0") + rest)
+    result, _ = _probe(env)
+    assert (result["hits"], result["misses"]) == (0, 1)
+    assert _probe(env)[0]["hits"] == 1
+
+
 def test_unwritable_location_warns_once_and_still_works(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
