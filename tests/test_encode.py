@@ -21,7 +21,7 @@ import pytest
 import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from naive_encode import NaiveBPE, derive_merges, piece_cache_arena, piece_cache_arena_head
+from naive_encode import NaiveBPE, derive_merges, piece_cache_arena, piece_cache_arena_head, piece_cache_long_set
 
 import numtok
 from numtok.encode import batch as batch_module
@@ -786,6 +786,48 @@ def test_piece_cache_grows_with_its_entries():
     kernels.grow_piece_cache(small, grown)
     assert np.count_nonzero(direct) > 0 and np.array_equal(grown, direct)
     assert len(piece_cache_arena(grown, 16)) == 3
+    enc._piece_caches.free = []
+
+
+def test_long_piece_region_is_two_way():
+    """Three long pieces of one long-region set: the first stays in way 0, later ones take way 1,
+    and a lookup reads both ways (an id planted in either comes back out)."""
+    from numtok.encode import _kernels as kernels
+
+    enc = numtok.load("cl100k_base")
+    ref = reference("cl100k_base")
+    bits = 14
+    long_bits = bits - kernels.LONG_SHIFT - 1
+    rng = random.Random(7)
+    by_set: dict[int, list[str]] = {}
+    while True:  # CJK letter runs of 6-12 letters (18-36 bytes): one piece each, several ids
+        piece = "".join(rng.choice("的是不了人我在有他这中大来上国个到说们为子和你地出道也時年") for _ in range(rng.randrange(6, 13)))
+        raw = piece.encode()
+        _, h = kernels._hash_bytes(buffers.padded(np.frombuffer(raw, np.uint8)), 0, len(raw))
+        group = by_set.setdefault(int(h) >> (64 - long_bits), [])
+        if piece not in group:
+            group.append(piece)
+        if len(group) == 3:
+            break
+    index = int(h) >> (64 - long_bits)
+    a, b, c = group
+    enc._piece_caches.free = [kernels.new_piece_cache(bits)]
+    enc._piece_caches.bytes_seen = 0
+
+    def encode(text):
+        got = ids(enc.encode_ordinary(text))
+        assert got == ids(ref.encode_ordinary(text))
+        return enc._piece_caches.free[-1]
+
+    encode(a)
+    cache = encode(b)
+    assert piece_cache_long_set(cache, bits, index) == [(a.encode(), ids(ref.encode_ordinary(a))), (b.encode(), ids(ref.encode_ordinary(b)))]
+    cache = encode(c)
+    assert piece_cache_long_set(cache, bits, index) == [(a.encode(), ids(ref.encode_ordinary(a))), (c.encode(), ids(ref.encode_ordinary(c)))]
+    for way, piece in ((0, a), (1, c)):  # plant id 0 as the first id: a hit reads it back
+        at = (8 << bits) + 32 * index + 16 * way + 9
+        cache[at] = cache[at] & ~np.uint64((1 << 21) - 1)
+        assert ids(enc.encode_ordinary(piece))[0] == 0
     enc._piece_caches.free = []
 
 
