@@ -201,3 +201,20 @@ def piece_cache_arena(cache, bits: int) -> list[tuple[bytes, list[int]]]:
         entries.append((raw[:length], ids))
         at += 1 + n_words + (n_ids + 2) // 3
     return entries
+
+
+def piece_cache_long_set(cache, bits: int, index: int) -> list[tuple[bytes, list[int]] | None]:
+    """The two ways of set ``index`` of a piece cache's long-piece region, read with plain
+    Python: after 2**bits sets of 8 words, 32-word sets of two 16-word entries (the bytes in 8
+    little-endian words, ``n_ids << 8 | length``, the ids three per word); None = empty."""
+    ways: list[tuple[bytes, list[int]] | None] = []
+    for way in range(2):
+        at = (8 << bits) + 32 * index + 16 * way
+        words = [int(w) for w in cache[at : at + 16]]
+        length, n_ids = words[8] & 0xFF, words[8] >> 8
+        if length == 0:
+            ways.append(None)
+            continue
+        raw = b"".join(w.to_bytes(8, "little") for w in words[:8])[:length]
+        ways.append((raw, [(words[9 + q // 3] >> (21 * (q % 3))) & ((1 << 21) - 1) for q in range(n_ids)]))
+    return ways

@@ -21,7 +21,7 @@ import pytest
 import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from naive_encode import NaiveBPE, derive_merges, piece_cache_arena, piece_cache_arena_head
+from naive_encode import NaiveBPE, derive_merges, piece_cache_arena, piece_cache_arena_head, piece_cache_long_set
 
 import numtok
 from numtok.encode import batch as batch_module
@@ -789,6 +789,48 @@ def test_piece_cache_grows_with_its_entries():
     enc._piece_caches.free = []
 
 
+def test_long_piece_region_is_two_way():
+    """Three long pieces of one long-region set: the first stays in way 0, later ones take way 1,
+    and a lookup reads both ways (an id planted in either comes back out)."""
+    from numtok.encode import _kernels as kernels
+
+    enc = numtok.load("cl100k_base")
+    ref = reference("cl100k_base")
+    bits = 14
+    long_bits = bits - kernels.LONG_SHIFT - 1
+    rng = random.Random(7)
+    by_set: dict[int, list[str]] = {}
+    while True:  # CJK letter runs of 6-12 letters (18-36 bytes): one piece each, several ids
+        piece = "".join(rng.choice("的是不了人我在有他这中大来上国个到说们为子和你地出道也時年") for _ in range(rng.randrange(6, 13)))
+        raw = piece.encode()
+        _, h = kernels._hash_bytes(buffers.padded(np.frombuffer(raw, np.uint8)), 0, len(raw))
+        group = by_set.setdefault(int(h) >> (64 - long_bits), [])
+        if piece not in group:
+            group.append(piece)
+        if len(group) == 3:
+            break
+    index = int(h) >> (64 - long_bits)
+    a, b, c = group
+    enc._piece_caches.free = [kernels.new_piece_cache(bits)]
+    enc._piece_caches.bytes_seen = 0
+
+    def encode(text):
+        got = ids(enc.encode_ordinary(text))
+        assert got == ids(ref.encode_ordinary(text))
+        return enc._piece_caches.free[-1]
+
+    encode(a)
+    cache = encode(b)
+    assert piece_cache_long_set(cache, bits, index) == [(a.encode(), ids(ref.encode_ordinary(a))), (b.encode(), ids(ref.encode_ordinary(b)))]
+    cache = encode(c)
+    assert piece_cache_long_set(cache, bits, index) == [(a.encode(), ids(ref.encode_ordinary(a))), (c.encode(), ids(ref.encode_ordinary(c)))]
+    for way, piece in ((0, a), (1, c)):  # plant id 0 as the first id: a hit reads it back
+        at = (8 << bits) + 32 * index + 16 * way + 9
+        cache[at] = cache[at] & ~np.uint64((1 << 21) - 1)
+        assert ids(enc.encode_ordinary(piece))[0] == 0
+    enc._piece_caches.free = []
+
+
 def long_piece_text(seed: str, n: int) -> str:
     """Pieces for the piece cache's arena: CJK and kana runs of 22-120 letters (65-360 bytes),
     ASCII letter runs of 65-300, and runs of rare CJK letters (4 bytes, several ids each) of up
@@ -836,6 +878,30 @@ def test_piece_cache_arena_holds_long_pieces(name):
     data[data < 2**32] ^= np.uint64(1)  # id words (headers have n_ids in their high bits)
     pin_piece_cache(enc, spoiled)
     assert ids(enc.encode_ordinary(text)) != expected
+    enc._piece_caches = PieceCaches()
+
+
+def test_piece_caches_grow_sooner_for_text_of_long_pieces():
+    """Text with many distinct pieces of 65+ bytes (an arena entry per 64 sets) sizes later
+    caches by 64 bytes seen a set, not 256; English does not. Ids stay exact either way."""
+    from numtok.encode import _kernels as kernels
+    from numtok.encode import piece_cache
+
+    enc, ref = numtok.load("cl100k_base"), reference("cl100k_base")
+    enc._piece_caches = caches = PieceCaches()
+    english = sample_text()[:300_000]
+    assert ids(enc.encode_ordinary(english)) == ref.encode_ordinary(english)
+    assert caches.seen_per_set == piece_cache.SEEN_PER_SET
+    long_text = long_piece_text("sizing", 600)  # ~600 distinct long pieces > 2**14 / 64
+    assert ids(enc.encode_ordinary(long_text)) == ref.encode_ordinary(long_text)
+    assert caches.seen_per_set == piece_cache.LONG_TEXT_SEEN_PER_SET
+    seen = caches.bytes_seen + 5_000_000
+    bits = min(piece_cache.CACHE_BITS, (seen // piece_cache.LONG_TEXT_SEEN_PER_SET).bit_length())
+    assert bits > (seen // piece_cache.SEEN_PER_SET).bit_length()  # a size English would not get yet
+    cache = caches.take(5_000_000)
+    assert len(cache) == kernels.piece_cache_size(bits)
+    caches.give(cache)
+    assert ids(enc.encode_ordinary(long_text + english)) == ref.encode_ordinary(long_text + english)
     enc._piece_caches = PieceCaches()
 
 

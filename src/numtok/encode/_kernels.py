@@ -17,7 +17,7 @@ with linear probing, power-of-two sizes, load factor <= 1/2:
   first round of merging a piece never touches the pair table.
 * **piece cache** (one per running call, reused across calls): pieces of <= 15 bytes that
   needed merging, with their ids (<= 4), in two-way sets of one 64-byte line; longer pieces (up
-  to 64 bytes) and short ones of more than 4 ids (CJK letters) in a direct-mapped region; any
+  to 64 bytes) and short ones of more than 4 ids (CJK letters) in a two-way long-piece region; any
   longer piece, or one of more than 21 ids, in an append-only arena with its own index.
 
 Why it is shaped this way (cl100k_base on mixed English text, one thread):
@@ -85,13 +85,16 @@ _KEY_MASK = ~_PRI_MASK
 CACHE_MAX_BYTES = 15
 CACHE_MAX_IDS = 4
 _NO_IDS = np.uint64(0xFFFFFFFFFFFFFFFF)
-# After the sets, a direct-mapped region for pieces of 16..64 bytes (whitespace runs, long
-# words) and for shorter ones of more than 4 ids (CJK: a 15-byte piece is 5 letters, each one
-# to three ids), half as many entries as sets (a cache of 2**bits sets is 16 << bits words):
-# 16 uint64 each, the piece's bytes (8 words, zero-padded), then n_ids << 8 | length, then up
-# to 21 ids, three per word (21 bits each, see ID_BITS). (It grows with the cache: a fixed size
-# missed most long pieces of 100 MB of text, each then merged from 16+ symbols; CJK text has a
-# distinct piece of 9+ bytes every 50-120 bytes.)
+# After the sets, a region for pieces of 16..64 bytes (whitespace runs, long words) and for
+# shorter ones of more than 4 ids (CJK: a 15-byte piece is 5 letters, each one to three ids),
+# half as many entries as sets (a cache of 2**bits sets is 16 << bits words): 16 uint64 each,
+# the piece's bytes (8 words, zero-padded), then n_ids << 8 | length, then up to 21 ids, three
+# per word (21 bits each, see ID_BITS). Two adjacent entries make a set (way 0 keeps the set's
+# first piece, way 1 takes every later one, as in the short sets): CJK text has ~100k distinct
+# long pieces in 28 MB, and direct-mapped, a warm pass missed 28 % (16 %) of them at 2**17
+# (2**18) entries, two-way 17 % (6 %). (It grows with the cache: a fixed size missed most long
+# pieces of 100 MB of text, each then merged from 16+ symbols; CJK text has a distinct piece
+# of 9+ bytes every 50-120 bytes.)
 LONG_SHIFT = 1
 LONG_MAX_BYTES = 64
 LONG_MAX_IDS = 21
@@ -613,11 +616,16 @@ def piece_cache_size(bits: int) -> int:
     return (8 << bits) + (16 << (bits - LONG_SHIFT)) + (1 << (bits + ARENA_INDEX_SHIFT)) + ARENA_HEAD_WORDS + (1 << (bits + ARENA_DATA_SHIFT))
 
 
+def arena_head(bits: int) -> int:
+    """Where the arena's head is in a piece cache of 2**bits sets (words used, entries)."""
+    return (8 << bits) + (16 << (bits - LONG_SHIFT)) + (1 << (bits + ARENA_INDEX_SHIFT))
+
+
 @njit(inline="always")
 def _cache_layout(cache):
     """(log2 of the number of two-way sets, start of the long-piece region, log2 of its
-    number of entries, start of the arena's index, of its head, of its data) of a piece cache;
-    all 0 for the no-cache placeholder."""
+    number of two-way sets, start of the arena's index, of its head, of its data) of a piece
+    cache; all 0 for the no-cache placeholder."""
     if cache.shape[0] <= 8:
         return 0, 0, 0, 0, 0, 0
     bits = LONG_SHIFT
@@ -626,7 +634,7 @@ def _cache_layout(cache):
     long_base = 8 << bits
     index = long_base + (16 << (bits - LONG_SHIFT))
     head = index + (1 << (bits + ARENA_INDEX_SHIFT))
-    return bits, long_base, bits - LONG_SHIFT, index, head, head + ARENA_HEAD_WORDS
+    return bits, long_base, bits - LONG_SHIFT - 1, index, head, head + ARENA_HEAD_WORDS
 
 
 def new_piece_cache(bits: int) -> np.ndarray:
@@ -769,17 +777,19 @@ def grow_piece_cache(old, new):
             for q in range(4):
                 new[c + 4 + q] = new[c + q]
                 new[c + q] = old[e + q]
-    for st in range(1 << old_long_bits):
-        e = old_base + 16 * st
-        n = np.int64(old[e + 8] & np.uint64(0xFF))
-        if n == 0:
-            continue
-        for q in range(LONG_MAX_BYTES):
-            piece[q] = np.uint8((old[e + (q >> 3)] >> np.uint64(8 * (q & 7))) & np.uint64(0xFF))
-        _, h = _hash_bytes(piece, 0, n)
-        c = new_base + 16 * np.int64(h >> np.uint64(64 - new_long_bits))
-        for q in range(16):
-            new[c + q] = old[e + q]
+    for way in (1, 0):  # the long region's sets alike
+        for st in range(1 << old_long_bits):
+            e = old_base + 32 * st + 16 * way
+            n = np.int64(old[e + 8] & np.uint64(0xFF))
+            if n == 0:
+                continue
+            for q in range(LONG_MAX_BYTES):
+                piece[q] = np.uint8((old[e + (q >> 3)] >> np.uint64(8 * (q & 7))) & np.uint64(0xFF))
+            _, h = _hash_bytes(piece, 0, n)
+            c = new_base + 32 * np.int64(h >> np.uint64(64 - new_long_bits))
+            for q in range(16):
+                new[c + 16 + q] = new[c + q]
+                new[c + q] = old[e + q]
     at = 0
     used = np.int64(old[old_head])
     while at < used:
@@ -896,14 +906,16 @@ def _encode_loop(
                         if L2 <= cache_max:
                             prefetch(cache, 8 * np.int64(h2 >> np.uint64(64 - cache_bits)))
                         # A long piece, or a short one of 4+ CJK letters (likely 5+ ids), is
-                        # looked for in the long-piece region: its entry's two lines; a longer
+                        # looked for in the long-piece region: its set's four lines; a longer
                         # one in the arena's index.
                         if L2 > long_max:
                             prefetch(cache, index + np.int64(h2 >> np.uint64(64 - cache_bits - ARENA_INDEX_SHIFT)))
                         elif L2 > cache_max or (L2 >= 12 and data[_u(s2)] >= 0xE0):
-                            e2 = long_base + 16 * np.int64(h2 >> np.uint64(64 - long_bits))
+                            e2 = long_base + 32 * np.int64(h2 >> np.uint64(64 - long_bits))
                             prefetch(cache, e2)
                             prefetch(cache, e2 + 8)
+                            prefetch(cache, e2 + 16)
+                            prefetch(cache, e2 + 24)
             s = spans[_u(j), 0]
             L = spans[_u(j), 1] - s
             if k + L + extra > cap:
@@ -967,25 +979,33 @@ def _encode_loop(
                         j += 1
                         continue
                 if L <= long_max and L > CACHE_MAX_IDS:  # fewer bytes are at most 4 ids
-                    lslot = long_base + 16 * np.int64(h >> np.uint64(64 - long_bits))
-                    meta = cache[lslot + 8]
-                    if np.int64(meta & np.uint64(0xFF)) == L:
-                        q = 0
-                        while q < L and cache[lslot + (q >> 3)] == _load_word(data, s + q, min(L - q, 8)):
-                            q += 8
-                        if q >= L:
-                            m = np.int64(meta >> np.uint64(8))
-                            if m <= LONG_MAX_IDS:
-                                for q in range(m):
-                                    out[k + q] = np.int64((cache[lslot + 9 + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
-                                k += m
-                                j += 1
-                                continue
-                            k2 = _arena_lookup(cache, index, cache_bits, dbase, data, s, L, h, out, k)  # ARENA_MARK
-                            if k2 >= 0:
-                                k = k2
-                                j += 1
-                                continue
+                    lset = long_base + 32 * np.int64(h >> np.uint64(64 - long_bits))
+                    # A miss is stored in way 0 while it is empty, else in way 1; a hit on an
+                    # arena mark whose entry is gone is stored again where the mark is.
+                    lslot = lset if cache[_u(lset + 8)] == _U64_0 else lset + 16
+                    hit = False
+                    for way in range(lset, lset + 32, 16):
+                        if np.int64(cache[_u(way + 8)] & np.uint64(0xFF)) == L:
+                            q = 0
+                            while q < L and cache[_u(way + (q >> 3))] == _load_word(data, s + q, min(L - q, 8)):
+                                q += 8
+                            if q >= L:
+                                lslot = way
+                                hit = True
+                                break
+                    if hit:
+                        m = np.int64(cache[_u(lslot + 8)] >> np.uint64(8))
+                        if m <= LONG_MAX_IDS:
+                            for q in range(m):
+                                out[k + q] = np.int64((cache[lslot + 9 + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
+                            k += m
+                            j += 1
+                            continue
+                        k2 = _arena_lookup(cache, index, cache_bits, dbase, data, s, L, h, out, k)  # ARENA_MARK
+                        if k2 >= 0:
+                            k = k2
+                            j += 1
+                            continue
                 if L > cache_max and L <= max_whole_len:
                     v = _find_key(whole_tab, whole_ext, wbits, tok_bytes, tok_off, data, s, L, k0, h)
                     if v >= 0:
