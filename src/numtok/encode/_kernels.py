@@ -666,11 +666,13 @@ def _arena_find(cache, index, bits, dbase, data, s, L, h):
 @njit(nogil=True, _nrt=False)
 def _arena_lookup(cache, index, bits, dbase, data, s, L, h, out, k):
     """Write the ids of the L bytes at data[s:] to out[k:] from the arena and return the new
-    k, or -1 if the piece is not there."""
+    k, or -1 if the piece is not there (``out`` None: count them only)."""
     o = _arena_find(cache, index, bits, dbase, data, s, L, h)
     if o < 0:
         return -1
     m = np.int64(cache[o] >> _U32)
+    if out is None:
+        return k + m
     base = o + 1 + _words(L)
     for q in range(m):
         out[k + q] = np.int64((cache[base + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
@@ -805,13 +807,15 @@ def encode_spans(
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
     units, unk_id, eow_id, cache, heap_min,
 ):  # fmt: skip
-    """Encode the pieces ``spans`` of the documents ``docs`` of ``data`` into ``out``.
+    """Encode the pieces ``spans`` of the documents ``docs`` of ``data`` into ``out``, or with
+    ``out`` None only count their ids (``k`` and ``doc_end`` as when writing them).
 
     ``data`` is padded (see ``buffers.padded``); ``cache`` a piece cache (see
     ``new_piece_cache``; reused across calls, never by two at once; one set = off).
     Resumable: starts at span ``j`` / document ``d`` / output position ``k`` and returns
     ``(status, k, j, d, error_position)``. ``ST_FULL`` means ``out`` may be too small for the
-    next piece (grow it and call again with the returned j, d, k); ``ST_NO_SYMBOL`` means the
+    next piece (grow it and call again with the returned j, d, k; never when counting);
+    ``ST_NO_SYMBOL`` means the
     byte at ``error_position`` has no token (and there is no unknown token). After document
     ``d`` ends, ``doc_special[d]`` (if >= 0) is emitted and ``doc_end[d]`` is set to the output
     length so far.
@@ -845,7 +849,13 @@ def _encode_loop(
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
     units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap,
 ):  # fmt: skip
-    """The loop of ``encode_spans``, with its work arrays."""
+    """The loop of ``encode_spans``, with its work arrays.
+
+    Counting (``out`` None) is a specialisation of this loop, not a branch in it: Numba prunes
+    every ``out is None`` test on the argument's type before typing, so the encoding one keeps
+    exactly its code and the counting one writes no id (a piece's ids are then counted from
+    what its table or cache entry holds, or from its merge).
+    """
     tbits = _table_bits(tok_tab)
     wbits = _table_bits(whole_tab)
     pbits = _log2_len(ptab)
@@ -855,7 +865,6 @@ def _encode_loop(
     long_max = LONG_MAX_BYTES if cache_bits > 0 else 0
     arena_max = (1 << (cache_bits + ARENA_DATA_SHIFT)) >> ARENA_MAX_SHIFT if cache_bits > 0 else 0
     n_spans = spans.shape[0]
-    cap = out.shape[0]
     extra = 1 if eow_id >= 0 else 0
     plain_bytes = units == 0 and eow_id < 0
     hash_max = max(max_whole_len, arena_max)
@@ -905,8 +914,9 @@ def _encode_loop(
                             prefetch(cache, e2 + 8)
             s = spans[_u(j), 0]
             L = spans[_u(j), 1] - s
-            if k + L + extra > cap:
-                return ST_FULL, k, j, d, -1
+            if out is not None:
+                if k + L + extra > out.shape[0]:
+                    return ST_FULL, k, j, d, -1
             k0 = _U64_0
             h = _U64_0
             k1 = _U64_0
@@ -919,7 +929,8 @@ def _encode_loop(
                 wslot = h >> np.uint64(64 - wbits)
                 meta = whole_tab[_U2 * wslot + _U1]
                 if (whole_tab[_U2 * wslot] == k0) & ((meta >> _U32) == np.uint64(L)) & (L <= max_whole_len):
-                    out[_u(k)] = np.int64(meta & _LOW32)
+                    if out is not None:
+                        out[_u(k)] = np.int64(meta & _LOW32)
                     k += 1
                     j += 1
                     continue
@@ -939,6 +950,10 @@ def _encode_loop(
                     if way >= 0:
                         a = cache[_u(way + 2)]
                         b = cache[_u(way + 3)]
+                        if out is None:  # ids fill the entry in order: count the halves used
+                            k += 1 + np.int64((a >> _U32) != _LOW32) + np.int64((b & _LOW32) != _LOW32) + np.int64((b >> _U32) != _LOW32)
+                            j += 1
+                            continue
                         out[k] = np.int64(a & _LOW32)
                         k += 1
                         if (a >> _U32) != _LOW32:
@@ -961,7 +976,8 @@ def _encode_loop(
                 if L <= cache_max and L <= max_whole_len:
                     v = _find_key(whole_tab, whole_ext, wbits, tok_bytes, tok_off, data, s, L, k0, h)
                     if v >= 0:
-                        out[k] = v
+                        if out is not None:
+                            out[k] = v
                         k += 1
                         j += 1
                         continue
@@ -975,8 +991,9 @@ def _encode_loop(
                         if q >= L:
                             m = np.int64(meta >> np.uint64(8))
                             if m <= LONG_MAX_IDS:
-                                for q in range(m):
-                                    out[k + q] = np.int64((cache[lslot + 9 + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
+                                if out is not None:
+                                    for q in range(m):
+                                        out[k + q] = np.int64((cache[lslot + 9 + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
                                 k += m
                                 j += 1
                                 continue
@@ -988,7 +1005,8 @@ def _encode_loop(
                 if L > cache_max and L <= max_whole_len:
                     v = _find_key(whole_tab, whole_ext, wbits, tok_bytes, tok_off, data, s, L, k0, h)
                     if v >= 0:
-                        out[k] = v
+                        if out is not None:
+                            out[k] = v
                         k += 1
                         j += 1
                         continue
@@ -1007,8 +1025,9 @@ def _encode_loop(
                 n = _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, pfilter, fbits, res_of)
             else:
                 n = _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, INF_PRIORITY, res_of)
-            for q in range(n):
-                out[k + q] = sym[q]
+            if out is not None:
+                for q in range(n):
+                    out[k + q] = sym[q]
             k += n
             if cslot >= 0 and n <= CACHE_MAX_IDS:
                 packed0 = _NO_IDS
@@ -1035,9 +1054,10 @@ def _encode_loop(
                 _arena_store(cache, index, cache_bits, head, dbase, data, s, L, h, sym, n, lslot)
             j += 1
         if doc_special[d] >= 0:
-            if k + 1 > cap:
-                return ST_FULL, k, j, d, -1
-            out[k] = doc_special[d]
+            if out is not None:
+                if k + 1 > out.shape[0]:
+                    return ST_FULL, k, j, d, -1
+                out[k] = doc_special[d]
             k += 1
         doc_end[d] = k
     return ST_DONE, k, j, docs.shape[0], -1
@@ -1068,6 +1088,30 @@ def encode_text(
         units, unk_id, eow_id, cache, heap_min,
     )  # fmt: skip
     return status, out[:k], pos
+
+
+@njit(cache=True, nogil=True)
+def count_text(
+    scanner, data, n, flags,
+    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
+    units, unk_id, eow_id, cache, heap_min,
+):  # fmt: skip
+    """``encode_text`` that only counts the ids: returns ``(status, number of ids,
+    error_position)``, with no id array."""
+    data = data[:n]
+    spans = scan_whole(scanner, data, flags)
+    docs = np.empty((1, 2), np.int64)
+    docs[0, 0] = 0
+    docs[0, 1] = data.shape[0]
+    doc_special = np.full(1, -1, np.int64)
+    doc_end = np.empty(1, np.int64)
+    zero = np.int64(0)
+    status, k, _, _, pos = encode_spans(
+        data, spans, docs, doc_special, doc_end, zero, zero, None, zero,
+        byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
+        units, unk_id, eow_id, cache, heap_min,
+    )  # fmt: skip
+    return status, k, pos
 
 
 @njit(cache=True, nogil=True)

@@ -33,8 +33,9 @@ _TASK_BYTES = 1 << 20
 CHUNK_BYTES = 1 << 18
 
 
-def encode_docs(tok, data, docs, doc_special, threads: int):
+def encode_docs(tok, data, docs, doc_special, threads: int, count: bool = False):
     """Encode documents (ranges of ``data``) on ``threads`` threads; returns (ids, doc_end).
+    ``count``: only count the ids (ids is None; ``doc_end`` as when they are written).
 
     For the named patterns, long documents are first cut where every pattern ends a piece,
     so that the pre-tokenizer's output stays small and cache-resident, and so that one huge
@@ -44,7 +45,7 @@ def encode_docs(tok, data, docs, doc_special, threads: int):
     if len(doc_special) != n_docs:
         doc_special = np.full(n_docs, -1, dtype=np.int64)
     if len(data) <= tok._chunk_bytes:  # short input: one group on this thread, no cutting
-        return run(tok, data, docs, doc_special, total=len(data))
+        return run(tok, data, docs, doc_special, total=len(data), count=count)
     last = None
     if tok._cuttable and n_docs and int((docs[:, 1] - docs[:, 0]).max()) > 2 * tok._chunk_bytes:
         docs, parent = _k.cut_documents(data, docs, tok._chunk_bytes)
@@ -54,29 +55,37 @@ def encode_docs(tok, data, docs, doc_special, threads: int):
         doc_special = special
     tasks = cut_tasks(docs, threads, tok._chunk_bytes)
     if threads == 1 or len(tasks) == 1:
-        results = [run(tok, data, docs[a:b], doc_special[a:b]) for a, b in tasks]
+        results = [run(tok, data, docs[a:b], doc_special[a:b], count=count) for a, b in tasks]
     else:
         with ThreadPoolExecutor(max_workers=min(threads, len(tasks))) as pool:
-            results = list(pool.map(lambda ab: run(tok, data, docs[ab[0] : ab[1]], doc_special[ab[0] : ab[1]]), tasks))
+            results = list(pool.map(lambda ab: run(tok, data, docs[ab[0] : ab[1]], doc_special[ab[0] : ab[1]], count=count), tasks))
     if len(results) == 1:
         ids, doc_end = results[0]
     else:
-        sizes = np.array([len(r[0]) for r in results], dtype=np.int64)
+        sizes = np.array([output_size(r[0], r[1]) for r in results], dtype=np.int64)
         bases = np.cumsum(sizes) - sizes
-        ids = np.concatenate([r[0] for r in results])
+        ids = None if count else np.concatenate([r[0] for r in results])
         doc_end = np.concatenate([r[1] + b for r, b in zip(results, bases.tolist())])
     if last is not None:
         doc_end = doc_end[last]
     return ids, doc_end
 
 
-def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = True, strict: bool = True):
+def output_size(ids, doc_end) -> int:
+    """The number of ids a :func:`run` gave (``ids`` None: it only counted them)."""
+    if ids is not None:
+        return len(ids)
+    return int(doc_end[-1]) if len(doc_end) else 0
+
+
+def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = True, strict: bool = True, count: bool = False):
     """Pre-tokenize and encode consecutive documents on this thread; returns (ids, doc_end).
 
     ``data`` is a padded buffer from :func:`padded`. Documents are pre-tokenized
     in groups of about ``_chunk_bytes`` (or ``spans`` is given: one group). The output
     buffer is an upper bound that is never touched beyond what is written, and is shrunk
-    in place at the end.
+    in place at the end. ``count``: no ids are written nor kept (ids is None), ``doc_end``
+    is the same.
     """
     n_docs = len(docs)
     if total is None:
@@ -87,7 +96,7 @@ def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = T
         groups = cut_tasks(docs, 1, tok._chunk_bytes, by_chunk=True)
     # Each byte gives at most one id (two with end_of_word), each document one special.
     cap = total * (2 if tok._eow_id >= 0 else 1) + n_docs + 1
-    out = np.empty(cap, dtype=np.int32)
+    out = None if count else np.empty(cap, dtype=np.int32)
     doc_end = np.empty(n_docs, dtype=np.int64)
     piece_cache = tok._piece_caches.take(total) if cache else NO_CACHE
     try:
@@ -95,37 +104,38 @@ def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = T
     finally:
         if cache:
             tok._piece_caches.give(piece_cache)
-    if k < len(out):
+    if out is not None and k < len(out):
         out.resize(k, refcheck=False)
     return out, doc_end
 
 
-def encode_plain(tok, text: str) -> np.ndarray:
-    """Ids of one text with no special tokens to find. A named pattern's text that fits one
-    chunk is split and encoded in one kernel call, from this thread's scratch buffer if it
-    is short (allocating a padded array cost ~1 us, a sixth of such a call)."""
+def encode_plain(tok, text: str, count: bool = False):
+    """Ids of one text with no special tokens to find (``count``: only their number, an int).
+    A named pattern's text that fits one chunk is split and encoded in one kernel call, from
+    this thread's scratch buffer if it is short (allocating a padded array cost ~1 us, a
+    sixth of such a call)."""
     if tok._scanner_id >= 0 and len(text) <= SHORT_BYTES:
         raw = utf8_bytes(text)
         n = len(raw)
-        return encode_whole(tok, in_scratch(raw) if n <= SHORT_BYTES else padded(raw), n)
+        return encode_whole(tok, in_scratch(raw) if n <= SHORT_BYTES else padded(raw), n, count)
     if tok._cuttable and len(text) > tok._chunk_bytes:
-        ids = encode_streamed(tok, text)
+        ids = encode_streamed(tok, text, count=count)
         if ids is not None:
             return ids
     data = padded_utf8_of(text)
     if tok._scanner_id >= 0 and len(data) <= tok._chunk_bytes:
-        return encode_whole(tok, data, len(data))
+        return encode_whole(tok, data, len(data), count)
     docs = np.array([[0, len(data)]], dtype=np.int64)
-    ids, _ = encode_docs(tok, data, docs, NO_SPECIAL, 1)
-    return ids
+    ids, doc_end = encode_docs(tok, data, docs, NO_SPECIAL, 1, count)
+    return int(doc_end[0]) if count else ids
 
 
-def encode_whole(tok, data: np.ndarray, n: int) -> np.ndarray:
+def encode_whole(tok, data: np.ndarray, n: int, count: bool = False):
     """Ids of the text ``data[:n]`` (padded; named pattern), split and encoded in one
-    kernel call."""
+    kernel call (``count``: only their number, an int)."""
     piece_cache = tok._piece_caches.take(n)
     try:
-        status, ids, pos = _k.encode_text(
+        status, ids, pos = (_k.count_text if count else _k.encode_text)(
             tok._scanner_id, data, n, class_table(),
             tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
             tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
