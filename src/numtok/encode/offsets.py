@@ -36,3 +36,10 @@ def _char_info(tok) -> np.ndarray:
         info = _ok.token_char_info(tok._dec_bytes, tok._dec_off)
         tok._char_info = info  # derived from the decode table, which never changes
     return info
+
+
+def check_spells_text(tok, ids: np.ndarray, raw: bytes) -> None:
+    """Offsets count the tokens' own bytes: with an ``unk_token`` standing for text it does not
+    spell, they would be wrong, so that case is checked (only then: it costs a decode)."""
+    if tok._unk_id >= 0 and tok.decode_bytes(ids) != raw:
+        raise ValueError("offsets need tokens that spell the text: this text has characters encoded as the unk_token")
