@@ -666,13 +666,11 @@ def _arena_find(cache, index, bits, dbase, data, s, L, h):
 @njit(nogil=True, _nrt=False)
 def _arena_lookup(cache, index, bits, dbase, data, s, L, h, out, k):
     """Write the ids of the L bytes at data[s:] to out[k:] from the arena and return the new
-    k, or -1 if the piece is not there (``out`` None: count them only)."""
+    k, or -1 if the piece is not there."""
     o = _arena_find(cache, index, bits, dbase, data, s, L, h)
     if o < 0:
         return -1
     m = np.int64(cache[o] >> _U32)
-    if out is None:
-        return k + m
     base = o + 1 + _words(L)
     for q in range(m):
         out[k + q] = np.int64((cache[base + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
@@ -807,15 +805,13 @@ def encode_spans(
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
     units, unk_id, eow_id, cache, heap_min,
 ):  # fmt: skip
-    """Encode the pieces ``spans`` of the documents ``docs`` of ``data`` into ``out``, or with
-    ``out`` None only count their ids (``k`` and ``doc_end`` as when writing them).
+    """Encode the pieces ``spans`` of the documents ``docs`` of ``data`` into ``out``.
 
     ``data`` is padded (see ``buffers.padded``); ``cache`` a piece cache (see
     ``new_piece_cache``; reused across calls, never by two at once; one set = off).
     Resumable: starts at span ``j`` / document ``d`` / output position ``k`` and returns
     ``(status, k, j, d, error_position)``. ``ST_FULL`` means ``out`` may be too small for the
-    next piece (grow it and call again with the returned j, d, k; never when counting);
-    ``ST_NO_SYMBOL`` means the
+    next piece (grow it and call again with the returned j, d, k); ``ST_NO_SYMBOL`` means the
     byte at ``error_position`` has no token (and there is no unknown token). After document
     ``d`` ends, ``doc_special[d]`` (if >= 0) is emitted and ``doc_end[d]`` is set to the output
     length so far.
@@ -849,13 +845,7 @@ def _encode_loop(
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
     units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap,
 ):  # fmt: skip
-    """The loop of ``encode_spans``, with its work arrays.
-
-    Counting (``out`` None) is a specialisation of this loop, not a branch in it: Numba prunes
-    every ``out is None`` test on the argument's type before typing, so the encoding one keeps
-    exactly its code and the counting one writes no id (a piece's ids are then counted from
-    what its table or cache entry holds, or from its merge).
-    """
+    """The loop of ``encode_spans``, with its work arrays."""
     tbits = _table_bits(tok_tab)
     wbits = _table_bits(whole_tab)
     pbits = _log2_len(ptab)
@@ -865,6 +855,7 @@ def _encode_loop(
     long_max = LONG_MAX_BYTES if cache_bits > 0 else 0
     arena_max = (1 << (cache_bits + ARENA_DATA_SHIFT)) >> ARENA_MAX_SHIFT if cache_bits > 0 else 0
     n_spans = spans.shape[0]
+    cap = out.shape[0]
     extra = 1 if eow_id >= 0 else 0
     plain_bytes = units == 0 and eow_id < 0
     hash_max = max(max_whole_len, arena_max)
@@ -914,9 +905,8 @@ def _encode_loop(
                             prefetch(cache, e2 + 8)
             s = spans[_u(j), 0]
             L = spans[_u(j), 1] - s
-            if out is not None:
-                if k + L + extra > out.shape[0]:
-                    return ST_FULL, k, j, d, -1
+            if k + L + extra > cap:
+                return ST_FULL, k, j, d, -1
             k0 = _U64_0
             h = _U64_0
             k1 = _U64_0
@@ -929,8 +919,7 @@ def _encode_loop(
                 wslot = h >> np.uint64(64 - wbits)
                 meta = whole_tab[_U2 * wslot + _U1]
                 if (whole_tab[_U2 * wslot] == k0) & ((meta >> _U32) == np.uint64(L)) & (L <= max_whole_len):
-                    if out is not None:
-                        out[_u(k)] = np.int64(meta & _LOW32)
+                    out[_u(k)] = np.int64(meta & _LOW32)
                     k += 1
                     j += 1
                     continue
@@ -950,10 +939,6 @@ def _encode_loop(
                     if way >= 0:
                         a = cache[_u(way + 2)]
                         b = cache[_u(way + 3)]
-                        if out is None:  # ids fill the entry in order: count the halves used
-                            k += 1 + np.int64((a >> _U32) != _LOW32) + np.int64((b & _LOW32) != _LOW32) + np.int64((b >> _U32) != _LOW32)
-                            j += 1
-                            continue
                         out[k] = np.int64(a & _LOW32)
                         k += 1
                         if (a >> _U32) != _LOW32:
@@ -976,8 +961,7 @@ def _encode_loop(
                 if L <= cache_max and L <= max_whole_len:
                     v = _find_key(whole_tab, whole_ext, wbits, tok_bytes, tok_off, data, s, L, k0, h)
                     if v >= 0:
-                        if out is not None:
-                            out[k] = v
+                        out[k] = v
                         k += 1
                         j += 1
                         continue
@@ -991,9 +975,8 @@ def _encode_loop(
                         if q >= L:
                             m = np.int64(meta >> np.uint64(8))
                             if m <= LONG_MAX_IDS:
-                                if out is not None:
-                                    for q in range(m):
-                                        out[k + q] = np.int64((cache[lslot + 9 + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
+                                for q in range(m):
+                                    out[k + q] = np.int64((cache[lslot + 9 + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
                                 k += m
                                 j += 1
                                 continue
@@ -1005,8 +988,7 @@ def _encode_loop(
                 if L > cache_max and L <= max_whole_len:
                     v = _find_key(whole_tab, whole_ext, wbits, tok_bytes, tok_off, data, s, L, k0, h)
                     if v >= 0:
-                        if out is not None:
-                            out[k] = v
+                        out[k] = v
                         k += 1
                         j += 1
                         continue
@@ -1025,9 +1007,8 @@ def _encode_loop(
                 n = _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, pfilter, fbits, res_of)
             else:
                 n = _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, INF_PRIORITY, res_of)
-            if out is not None:
-                for q in range(n):
-                    out[k + q] = sym[q]
+            for q in range(n):
+                out[k + q] = sym[q]
             k += n
             if cslot >= 0 and n <= CACHE_MAX_IDS:
                 packed0 = _NO_IDS
@@ -1054,10 +1035,9 @@ def _encode_loop(
                 _arena_store(cache, index, cache_bits, head, dbase, data, s, L, h, sym, n, lslot)
             j += 1
         if doc_special[d] >= 0:
-            if out is not None:
-                if k + 1 > out.shape[0]:
-                    return ST_FULL, k, j, d, -1
-                out[k] = doc_special[d]
+            if k + 1 > cap:
+                return ST_FULL, k, j, d, -1
+            out[k] = doc_special[d]
             k += 1
         doc_end[d] = k
     return ST_DONE, k, j, docs.shape[0], -1
@@ -1090,14 +1070,23 @@ def encode_text(
     return status, out[:k], pos
 
 
+def count_sink(n: int) -> np.ndarray:
+    """What ``encode_spans`` takes as ``out`` to count ids without keeping them: ``n`` int32
+    slots that are all one (strides of 0), so every write lands on the same element. Its
+    layout ('A', not 'C') makes Numba compile a specialisation of the encoder for it, from the
+    same source: the encoding one is left exactly as it is, and the counting one writes to one
+    cache line."""
+    return np.lib.stride_tricks.as_strided(np.zeros(1, np.int32), shape=(n,), strides=(0,))
+
+
 @njit(cache=True, nogil=True)
 def count_text(
     scanner, data, n, flags,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
     units, unk_id, eow_id, cache, heap_min,
 ):  # fmt: skip
-    """``encode_text`` that only counts the ids: returns ``(status, number of ids,
-    error_position)``, with no id array."""
+    """``encode_text`` that only counts the ids (into a ``count_sink``): returns ``(status,
+    number of ids, error_position)``."""
     data = data[:n]
     spans = scan_whole(scanner, data, flags)
     docs = np.empty((1, 2), np.int64)
@@ -1105,9 +1094,10 @@ def count_text(
     docs[0, 1] = data.shape[0]
     doc_special = np.full(1, -1, np.int64)
     doc_end = np.empty(1, np.int64)
+    sink = np.lib.stride_tricks.as_strided(np.zeros(1, np.int32), shape=(data.shape[0] * (2 if eow_id >= 0 else 1) + 1,), strides=(0,))
     zero = np.int64(0)
     status, k, _, _, pos = encode_spans(
-        data, spans, docs, doc_special, doc_end, zero, zero, None, zero,
+        data, spans, docs, doc_special, doc_end, zero, zero, sink, zero,
         byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
         units, unk_id, eow_id, cache, heap_min,
     )  # fmt: skip

@@ -96,7 +96,7 @@ def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = T
         groups = cut_tasks(docs, 1, tok._chunk_bytes, by_chunk=True)
     # Each byte gives at most one id (two with end_of_word), each document one special.
     cap = total * (2 if tok._eow_id >= 0 else 1) + n_docs + 1
-    out = None if count else np.empty(cap, dtype=np.int32)
+    out = _k.count_sink(cap) if count else np.empty(cap, dtype=np.int32)
     doc_end = np.empty(n_docs, dtype=np.int64)
     piece_cache = tok._piece_caches.take(total) if cache else NO_CACHE
     try:
@@ -104,7 +104,9 @@ def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = T
     finally:
         if cache:
             tok._piece_caches.give(piece_cache)
-    if out is not None and k < len(out):
+    if count:
+        return None, doc_end
+    if k < len(out):
         out.resize(k, refcheck=False)
     return out, doc_end
 

@@ -9,6 +9,7 @@ import numpy as np
 from .._native import pystr as _pystr
 from .._native.utf8 import contains_any
 from ..pretokenizers import _scanners
+from . import _kernels as _k
 from .buffers import PAD
 from .special import NO_SPECIAL
 
@@ -38,7 +39,8 @@ def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = 
     n, width = shape
     block = tok._chunk_bytes
     buf = np.empty(2 * block * width + PAD, dtype=np.uint8)
-    out = None if count else np.empty(n * width * (2 if tok._eow_id >= 0 else 1) + 1, dtype=np.int32)
+    bound = n * width * (2 if tok._eow_id >= 0 else 1) + 1
+    out = _k.count_sink(bound) if count else np.empty(bound, dtype=np.int32)
     doc = np.zeros((1, 2), dtype=np.int64)
     doc_end = np.empty(1, dtype=np.int64)
     piece_cache = tok._piece_caches.take(n)
@@ -64,13 +66,12 @@ def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = 
                 continue
             buf[stop : stop + PAD] = 0
             doc[0, 1] = cut
-            part = None if out is None else out[k:]
-            k += _engine().run_groups(tok, buf[:stop], doc, NO_SPECIAL, None, [(0, 1)], part, doc_end, piece_cache, True)
+            k += _engine().run_groups(tok, buf[:stop], doc, NO_SPECIAL, None, [(0, 1)], out[k:], doc_end, piece_cache, True)
             carry = stop - cut
             buf[:carry] = buf[cut:stop]
     finally:
         tok._piece_caches.give(piece_cache)
-    if out is None:
+    if count:
         return k
     out.resize(k, refcheck=False)
     return out
