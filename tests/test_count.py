@@ -1,5 +1,5 @@
 """Token counts (``count_tokens``, ``count_tokens_batch``): the encoder's counting
-specialisation (``encode_spans`` writing into a ``count_sink``) against tiktoken and against numtok's own
+specialisation (``encode_spans`` writing into a ``CountSink``) against tiktoken and against numtok's own
 ``len(encode_ordinary(...))``, on real text in many scripts and generated text, through every
 path a text can take (one kernel call, streamed blocks, cut documents, batches of blocks on
 threads, Arrow)."""
@@ -16,6 +16,7 @@ from test_encode import CORE, SETTINGS, copy_of, reference, sample_text
 from test_multilingual import MULTILINGUAL, SEPARATOR
 
 import numtok
+from numtok._native.sink import CountSink
 from numtok.encode import _kernels as _k
 from numtok.encode import batch as batch_module
 from numtok.encode import buffers, engine
@@ -86,9 +87,9 @@ def test_counts_on_generated_text(name, texts):
 @SETTINGS
 @given(text=TEXT)
 def test_counting_kernels_equal_encoding_kernels(text):
-    """The counting specialisations (``count_text``; ``encode_spans`` into a ``count_sink``) give the
-    encoding ones' number of ids and document ends, for a text cut into documents that hold
-    special tokens (emitted after each document)."""
+    """The counting specialisation (``encode_spans`` into a ``CountSink``) gives the encoding
+    one's number of ids and document ends, for a text cut into documents followed by special
+    tokens."""
     enc = numtok.load("o200k_base")
     data = buffers.padded_utf8_of(text)
     n = len(data)
@@ -100,8 +101,6 @@ def test_counting_kernels_equal_encoding_kernels(text):
     assert none is None and counted.tolist() == ends.tolist() and engine.output_size(none, counted) == len(ids)
     if len(docs) and specials[-1] >= 0:
         assert ids[-1] == specials[-1]  # each document's special token is counted too
-    if n:
-        assert engine.encode_whole(enc, data, n, count=True) == len(engine.encode_whole(enc, data, n))
 
 
 def test_long_texts_counted_on_every_path(documents):
@@ -161,23 +160,28 @@ def test_count_errors_name_the_problem():
         partial.count_tokens_batch(["ab", "abc"])
 
 
-def test_count_sink_takes_every_write():
-    """``encode_spans`` given a ``count_sink`` (n slots that are one element) counts as it
-    encodes, its writes all landing on that element; its type is not the encoder's usual
-    output's, so Numba compiles a specialisation for it and leaves the encoding one alone."""
+def test_count_sink_keeps_nothing():
+    """``encode_spans`` given a ``CountSink`` counts as it encodes (its writes are nothing); its
+    type is not the encoder's usual output's, so Numba compiles a specialisation for it and
+    leaves the encoding one alone."""
     enc = numtok.load("o200k_base")
     text = sample_text()[:3000]
     data = buffers.padded_utf8_of(text)
     docs = np.array([[0, len(data)]], dtype=np.int64)
     spans = enc._split(data, docs)
-    doc_end = np.empty(1, np.int64)
-    sink = _k.count_sink(len(data) + 1)
-    assert sink.strides == (0,) and not sink.flags.c_contiguous and numba.typeof(sink).layout == "A"
-    status, k, j, d, _ = _k.encode_spans(
-        data, spans, docs, np.full(1, -1, np.int64), doc_end, 0, 0, sink, 0,
-        enc._byte_id, enc._bp, enc._tok_bytes, enc._tok_off, enc._tok_tab, enc._whole_tab, enc._whole_ext, enc._max_whole_len,
-        enc._pair_tab, enc._pair_filter, enc._res_of, enc._units_code, enc._unk_id, enc._eow_id, NO_CACHE, enc._heap_min,
-    )  # fmt: skip
     ids = enc.encode_ordinary(text)
-    assert (status, k, j, d, int(doc_end[0])) == (_k.ST_DONE, len(ids), len(spans), 1, len(ids))
-    assert sink[0] == sink[k - 1] == ids[-1]  # the last write
+    for room in (len(data) + 1, len(ids) // 2):  # too little room: ST_FULL, as for an array
+        doc_end = np.empty(1, np.int64)
+        status, k, j, d, _ = _k.encode_spans(
+            data, spans, docs, np.full(1, -1, np.int64), doc_end, 0, 0, CountSink(room), 0,
+            enc._byte_id, enc._bp, enc._tok_bytes, enc._tok_off, enc._tok_tab, enc._whole_tab, enc._whole_ext, enc._max_whole_len,
+            enc._pair_tab, enc._pair_filter, enc._res_of, enc._units_code, enc._unk_id, enc._eow_id, NO_CACHE, enc._heap_min,
+        )  # fmt: skip
+        if room > len(ids):
+            assert (status, k, j, d, int(doc_end[0])) == (_k.ST_DONE, len(ids), len(spans), 1, len(ids))
+        else:
+            assert status == _k.ST_FULL and k <= room and j < len(spans)
+    assert numba.typeof(CountSink(3)) != numba.typeof(np.zeros(3, np.int32))
+    assert len(CountSink(10)[4:]) == 6 and len(CountSink(10)[20:]) == 0
+    with pytest.raises(TypeError, match="slice"):
+        CountSink(10)[2:5]

@@ -54,6 +54,7 @@ from numba import njit
 
 from .._native import hugepages as _hugepages
 from .._native.intrinsics import load_u64, prefetch
+from .._native.sink import CountSink  # noqa: F401 - registers its Numba type (encode_spans counts into one)
 from ..pretokenizers._scanners import is_cut, scan_whole
 
 INF_PRIORITY = 0x7FFFFFFF
@@ -805,7 +806,9 @@ def encode_spans(
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
     units, unk_id, eow_id, cache, heap_min,
 ):  # fmt: skip
-    """Encode the pieces ``spans`` of the documents ``docs`` of ``data`` into ``out``.
+    """Encode the pieces ``spans`` of the documents ``docs`` of ``data`` into ``out`` (an int32
+    array, or a ``_native.sink.CountSink`` to count the ids without keeping them: a
+    specialisation of the same source, see there).
 
     ``data`` is padded (see ``buffers.padded``); ``cache`` a piece cache (see
     ``new_piece_cache``; reused across calls, never by two at once; one set = off).
@@ -1068,40 +1071,6 @@ def encode_text(
         units, unk_id, eow_id, cache, heap_min,
     )  # fmt: skip
     return status, out[:k], pos
-
-
-def count_sink(n: int) -> np.ndarray:
-    """What ``encode_spans`` takes as ``out`` to count ids without keeping them: ``n`` int32
-    slots that are all one (strides of 0), so every write lands on the same element. Its
-    layout ('A', not 'C') makes Numba compile a specialisation of the encoder for it, from the
-    same source: the encoding one is left exactly as it is, and the counting one writes to one
-    cache line."""
-    return np.lib.stride_tricks.as_strided(np.zeros(1, np.int32), shape=(n,), strides=(0,))
-
-
-@njit(cache=True, nogil=True)
-def count_text(
-    scanner, data, n, flags,
-    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-    units, unk_id, eow_id, cache, heap_min,
-):  # fmt: skip
-    """``encode_text`` that only counts the ids (into a ``count_sink``): returns ``(status,
-    number of ids, error_position)``."""
-    data = data[:n]
-    spans = scan_whole(scanner, data, flags)
-    docs = np.empty((1, 2), np.int64)
-    docs[0, 0] = 0
-    docs[0, 1] = data.shape[0]
-    doc_special = np.full(1, -1, np.int64)
-    doc_end = np.empty(1, np.int64)
-    sink = np.lib.stride_tricks.as_strided(np.zeros(1, np.int32), shape=(data.shape[0] * (2 if eow_id >= 0 else 1) + 1,), strides=(0,))
-    zero = np.int64(0)
-    status, k, _, _, pos = encode_spans(
-        data, spans, docs, doc_special, doc_end, zero, zero, sink, zero,
-        byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-        units, unk_id, eow_id, cache, heap_min,
-    )  # fmt: skip
-    return status, k, pos
 
 
 @njit(cache=True, nogil=True)

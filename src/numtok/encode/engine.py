@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._native.sink import CountSink
 from .._native.utf8 import utf8_bytes
 from ..pretokenizers import _scanners, split_bytes
 from ..pretokenizers._unicode import class_table
@@ -96,7 +97,7 @@ def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = T
         groups = cut_tasks(docs, 1, tok._chunk_bytes, by_chunk=True)
     # Each byte gives at most one id (two with end_of_word), each document one special.
     cap = total * (2 if tok._eow_id >= 0 else 1) + n_docs + 1
-    out = _k.count_sink(cap) if count else np.empty(cap, dtype=np.int32)
+    out = CountSink(cap) if count else np.empty(cap, dtype=np.int32)
     doc_end = np.empty(n_docs, dtype=np.int64)
     piece_cache = tok._piece_caches.take(total) if cache else NO_CACHE
     try:
@@ -111,33 +112,32 @@ def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = T
     return out, doc_end
 
 
-def encode_plain(tok, text: str, count: bool = False):
-    """Ids of one text with no special tokens to find (``count``: only their number, an int).
-    A named pattern's text that fits one chunk is split and encoded in one kernel call, from
-    this thread's scratch buffer if it is short (allocating a padded array cost ~1 us, a
-    sixth of such a call)."""
+def encode_plain(tok, text: str) -> np.ndarray:
+    """Ids of one text with no special tokens to find. A named pattern's text that fits one
+    chunk is split and encoded in one kernel call, from this thread's scratch buffer if it
+    is short (allocating a padded array cost ~1 us, a sixth of such a call)."""
     if tok._scanner_id >= 0 and len(text) <= SHORT_BYTES:
         raw = utf8_bytes(text)
         n = len(raw)
-        return encode_whole(tok, in_scratch(raw) if n <= SHORT_BYTES else padded(raw), n, count)
+        return encode_whole(tok, in_scratch(raw) if n <= SHORT_BYTES else padded(raw), n)
     if tok._cuttable and len(text) > tok._chunk_bytes:
-        ids = encode_streamed(tok, text, count=count)
+        ids = encode_streamed(tok, text)
         if ids is not None:
             return ids
     data = padded_utf8_of(text)
     if tok._scanner_id >= 0 and len(data) <= tok._chunk_bytes:
-        return encode_whole(tok, data, len(data), count)
+        return encode_whole(tok, data, len(data))
     docs = np.array([[0, len(data)]], dtype=np.int64)
-    ids, doc_end = encode_docs(tok, data, docs, NO_SPECIAL, 1, count)
-    return int(doc_end[0]) if count else ids
+    ids, _ = encode_docs(tok, data, docs, NO_SPECIAL, 1)
+    return ids
 
 
-def encode_whole(tok, data: np.ndarray, n: int, count: bool = False):
+def encode_whole(tok, data: np.ndarray, n: int) -> np.ndarray:
     """Ids of the text ``data[:n]`` (padded; named pattern), split and encoded in one
-    kernel call (``count``: only their number, an int)."""
+    kernel call."""
     piece_cache = tok._piece_caches.take(n)
     try:
-        status, ids, pos = (_k.count_text if count else _k.encode_text)(
+        status, ids, pos = _k.encode_text(
             tok._scanner_id, data, n, class_table(),
             tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
             tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
@@ -150,6 +150,23 @@ def encode_whole(tok, data: np.ndarray, n: int, count: bool = False):
     if status != _k.ST_DONE:  # pragma: no cover - the kernel sizes its output for the worst case
         raise AssertionError("output buffer bound exceeded")
     return ids
+
+
+def count_plain(tok, text: str) -> int:
+    """The number of ids of one text with no special tokens to find. A text longer than a
+    chunk is counted with no id array (``CountSink``), streamed a block at a time where it can
+    be; a shorter one is encoded (one kernel call) and its ids counted: counting those without
+    an array was no faster (the ids of a chunk are a few hundred KB at most)."""
+    if len(text) <= tok._chunk_bytes:
+        return len(encode_plain(tok, text))
+    if tok._cuttable:
+        n = encode_streamed(tok, text, count=True)
+        if n is not None:
+            return n
+    data = padded_utf8_of(text)
+    docs = np.array([[0, len(data)]], dtype=np.int64)
+    _, doc_end = encode_docs(tok, data, docs, NO_SPECIAL, 1, count=True)
+    return int(doc_end[0])
 
 
 def run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, piece_cache, strict) -> int:

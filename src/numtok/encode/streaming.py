@@ -7,9 +7,9 @@ from typing import Literal, overload
 import numpy as np
 
 from .._native import pystr as _pystr
+from .._native.sink import CountSink
 from .._native.utf8 import contains_any
 from ..pretokenizers import _scanners
-from . import _kernels as _k
 from .buffers import PAD
 from .special import NO_SPECIAL
 
@@ -40,7 +40,7 @@ def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = 
     block = tok._chunk_bytes
     buf = np.empty(2 * block * width + PAD, dtype=np.uint8)
     bound = n * width * (2 if tok._eow_id >= 0 else 1) + 1
-    out = _k.count_sink(bound) if count else np.empty(bound, dtype=np.int32)
+    out = CountSink(bound) if count else np.empty(bound, dtype=np.int32)
     doc = np.zeros((1, 2), dtype=np.int64)
     doc_end = np.empty(1, dtype=np.int64)
     piece_cache = tok._piece_caches.take(n)

@@ -32,7 +32,7 @@ from . import batch, special, tables
 from . import offsets as offsets_module
 from .batch import BYTES_PER_CHAR, BatchEncoding, SpecialSet
 from .buffers import padded_utf8_of
-from .engine import encode_docs, encode_plain
+from .engine import count_plain, encode_docs, encode_plain
 from .piece_cache import PieceCaches
 from .streaming import encode_streamed
 
@@ -408,7 +408,7 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
         try:
-            return encode_plain(self, text, count=True)
+            return count_plain(self, text)
         except MemoryError as exc:
             raise _text_out_of_memory(exc, text) from exc
 
