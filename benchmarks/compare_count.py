@@ -7,8 +7,9 @@ paragraphs of one corpus, same threads (MB/s of UTF-8 input), and the peak RSS e
 
 Ratios are medians over rounds that time each contender once, one after another, so that a
 change in the machine's load hits both sides of a ratio alike. Peak RSS is measured in a fresh
-process per contender: its high-water mark during one call, minus its RSS before it (documents
-read, kernels loaded; Linux).
+process per contender, documents read and kernels loaded: its high-water mark over one call
+(numtok: calls until its piece caches are full size, 64 MiB seen, the same for both), minus its
+RSS before them (Linux).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numtok  # noqa: E402
 from benchmarks.compare_encode import Tiktoken  # noqa: E402
+from numtok.encode.piece_cache import CACHE_BITS  # noqa: E402
 
 
 def read_docs(path: str, max_mb: float) -> tuple[list[str], float]:
@@ -48,15 +50,27 @@ def contenders(encoding: str, threads: int, docs: list[str]) -> dict:
         funcs["tiktoken len(encode_ordinary_batch)"] = lambda d: [len(x) for x in ref.batch(d, threads)]
     for f in funcs.values():
         f(docs[:2000])
-    return funcs
+    return enc, funcs
+
+
+def warm_up(enc, func, docs: list[str]) -> None:
+    """Call ``func`` until numtok's piece caches are full size: they grow with the bytes a
+    tokenizer has seen, up to 64 MiB (piece_cache.CACHE_BITS), and a call that grows them
+    copies them, which is not what is timed."""
+    func(docs)
+    while enc._piece_caches.bytes_seen < 1 << (CACHE_BITS + 8):
+        func(docs)
 
 
 def peak_rss_child(args) -> int:
     docs, _ = read_docs(args.corpus, args.max_mb)
-    func = contenders(args.encoding, args.threads, docs)[args.rss_of]
+    enc, funcs = contenders(args.encoding, args.threads, docs)
     before = rss_kib("VmRSS")
     reset_peak_rss()
-    func(docs)
+    if args.rss_of.startswith("numtok"):
+        warm_up(enc, funcs[args.rss_of], docs)
+    else:
+        funcs[args.rss_of](docs)
     print(json.dumps(rss_kib("VmHWM") - before))
     return 0
 
@@ -87,7 +101,8 @@ def main() -> int:
         return peak_rss_child(args)
 
     docs, mb = read_docs(args.corpus, args.max_mb)
-    funcs = contenders(args.encoding, args.threads, docs)
+    enc, funcs = contenders(args.encoding, args.threads, docs)
+    warm_up(enc, funcs["numtok count_tokens_batch"], docs)
     counts = {name: list(map(int, f(docs))) for name, f in funcs.items()}
     first = next(iter(counts.values()))
     assert all(c == first for c in counts.values()), "the contenders' counts differ"
