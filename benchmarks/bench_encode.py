@@ -3,6 +3,9 @@
 ``time_encode_ordinary`` is one thread on the whole corpus as one string;
 ``time_encode_batch_1``/``_2`` encode the corpus's paragraphs as a batch on 1 / 2 threads
 (``_checked_2``: ``encode_batch``, which also looks for disallowed special tokens);
+``time_count_tokens*`` count the same text and batch without keeping ids (compare with
+``time_encode_ordinary`` / ``time_encode_batch_*``), ``time_encode_with_offsets`` adds character
+offsets to ``time_encode_ordinary``'s work;
 ``track_mb_per_s`` reports the one-thread figure directly; ``time_first_pass`` is one encode on
 a fresh piece cache (the other figures include warm-cache repeats, as a long-running pipeline
 sees them). ``WorstCase`` times single pieces of 1 MB ("a" * 10**6, spaces, CJK without
@@ -55,6 +58,12 @@ class Encode:
     def time_count_tokens_batch_2(self, encoding):
         self.enc.count_tokens_batch(self.docs, num_threads=2)
 
+    def time_count_tokens_batch_1(self, encoding):
+        self.enc.count_tokens_batch(self.docs, num_threads=1)
+
+    def time_count_tokens(self, encoding):
+        self.enc.count_tokens(self.text)
+
     def time_encode_batch_checked_2(self, encoding):
         self.enc.encode_batch(self.docs, num_threads=2)  # special tokens looked for (disallowed)
 
@@ -66,6 +75,12 @@ class Encode:
 
     def peakmem_encode_batch_2(self, encoding):
         self.enc.encode_ordinary_batch(self.docs, num_threads=2)
+
+    def peakmem_count_tokens_batch_2(self, encoding):
+        self.enc.count_tokens_batch(self.docs, num_threads=2)
+
+    def peakmem_encode_with_offsets(self, encoding):
+        self.enc.encode_with_offsets(self.text)
 
     def track_mb_per_s(self, encoding):
         best = float("inf")

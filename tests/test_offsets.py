@@ -192,3 +192,15 @@ def test_save_pretrained_named_encoding_and_bad_roles(tmp_path, monkeypatch):
     trained = numtok.train_bpe(["hello world"], 300)
     trained.save_pretrained(tmp_path / "plain")  # no <|endoftext|>: no eos
     assert "eos_token" not in json.loads((tmp_path / "plain" / "tokenizer_config.json").read_text())
+
+
+def test_offsets_need_tokens_that_spell_the_text():
+    tok = numtok.train_bpe(["abc abd abc"], 12, units="chars", alphabet="observed", unk_token="<unk>", special_tokens=["<unk>"])
+    text = "abc abd"
+    got_ids, offsets = tok.encode_with_offsets(text)
+    _check_offsets(tok, text, got_ids, offsets)
+    assert tok.encode_batch([text, ""], offsets=True).char_offsets.tolist() == offsets.tolist()
+    with pytest.raises(ValueError, match="unk_token"):
+        tok.encode_with_offsets("abz")
+    with pytest.raises(ValueError, match="unk_token"):
+        tok.encode_batch(["abc", "abz"], offsets=True)

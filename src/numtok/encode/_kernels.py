@@ -55,6 +55,7 @@ from numba import njit
 from .._native import hugepages as _hugepages
 from .._native.intrinsics import load_u64, prefetch
 from .._native.jit import cached_njit
+from .._native.sink import CountSink  # noqa: F401 - registers its Numba type (encode_spans counts into one)
 from ..pretokenizers._scanners import is_cut, scan_whole
 
 INF_PRIORITY = 0x7FFFFFFF
@@ -816,7 +817,9 @@ def encode_spans(
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
     units, unk_id, eow_id, cache, heap_min,
 ):  # fmt: skip
-    """Encode the pieces ``spans`` of the documents ``docs`` of ``data`` into ``out``.
+    """Encode the pieces ``spans`` of the documents ``docs`` of ``data`` into ``out`` (an int32
+    array, or a ``_native.sink.CountSink`` to count the ids without keeping them: a
+    specialisation of the same source, see there).
 
     ``data`` is padded (see ``buffers.padded``); ``cache`` a piece cache (see
     ``new_piece_cache``; reused across calls, never by two at once; one set = off).

@@ -25,25 +25,26 @@ import numpy as np
 from ..io.arrow import require_pyarrow, string_arrays, text_slabs
 from . import _kernels as _k
 from .buffers import PAD, padded
-from .engine import _TASK_BYTES, cut_tasks, run
+from .engine import _TASK_BYTES, cut_tasks, output_size, run
 
 _NULL_HINT = " (pass nulls='empty' to encode nulls as empty texts)"
 
 
-def encode_arrow(tok, obj, *, threads: int, allowed: frozenset, disallowed: frozenset, nulls: str):
-    """The BatchEncoding of the Arrow strings ``obj`` (see ``Tokenizer.encode_batch``)."""
-    from .batch import BatchEncoding
-
+def arrow_ids_and_offsets(tok, obj, *, threads: int, allowed: frozenset, disallowed: frozenset, nulls: str, count: bool):
+    """(ids, offsets of each text's ids) of the Arrow strings ``obj`` (see
+    ``Tokenizer.encode_batch``); ``count``: ids is None, no id is written nor kept."""
     arrays = string_arrays(obj)
     offsets = np.zeros(sum(len(a) for a in arrays) + 1, dtype=np.int64)
     plans = [_Plan(tok, slab, allowed, disallowed) for slab in text_slabs(arrays, nulls=nulls, readable_after=PAD, null_hint=_NULL_HINT)]
-    bound = sum(p.text_bytes for p in plans) * (2 if tok._eow_id >= 0 else 1) + sum(p.n_docs for p in plans) + 1
-    out = np.empty(bound, dtype=np.int32)
+    out = None
+    if not count:
+        bound = sum(p.text_bytes for p in plans) * (2 if tok._eow_id >= 0 else 1) + sum(p.n_docs for p in plans) + 1
+        out = np.empty(bound, dtype=np.int32)
     tasks = [(plan, a, b) for plan in plans for a, b in plan.tasks(threads, tok._chunk_bytes)]
 
     def work(task):
         plan, a, b = task
-        return run(tok, plan.data, plan.docs_of(a, b), plan.special_of(a, b))
+        return run(tok, plan.data, plan.docs_of(a, b), plan.special_of(a, b), count=count)
 
     k = 0
     with contextlib.ExitStack() as stack:
@@ -51,13 +52,16 @@ def encode_arrow(tok, obj, *, threads: int, allowed: frozenset, disallowed: froz
         if threads > 1 and len(tasks) > 1:
             results = stack.enter_context(ThreadPoolExecutor(max_workers=min(threads, len(tasks)))).map(work, tasks)
         for (plan, a, b), (ids, ends) in zip(tasks, results):  # in order, each as soon as it is ready
-            out[k : k + len(ids)] = ids
+            size = output_size(ids, ends)
+            if out is not None:
+                out[k : k + size] = ids
             plan.ended(a, b, ends + k, offsets)
-            k += len(ids)
+            k += size
     for plan in plans:
         plan.finish(offsets)
-    out.resize(k, refcheck=False)
-    return BatchEncoding(out, offsets)
+    if out is not None:
+        out.resize(k, refcheck=False)
+    return out, offsets
 
 
 class _Plan:

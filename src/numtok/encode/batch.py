@@ -18,7 +18,7 @@ from .._native.memory import out_of_memory
 from .._native.threads import check_num_threads
 from ..io.arrow import check_nulls, is_arrow
 from .buffers import PAD, utf8_of_texts
-from .engine import encode_docs
+from .engine import encode_docs, output_size
 from .special import NO_SPECIAL, disallowed_error, segments, special_sets
 
 SpecialSet = AbstractSet[str] | Literal["all"]
@@ -142,24 +142,38 @@ def encode_batch(
 ) -> BatchEncoding:
     """:meth:`numtok.Tokenizer.encode_batch` of ``tok``: the texts are converted and encoded in
     blocks of ``BLOCK_CHARS`` characters, one block per task on ``num_threads`` threads."""
+    ids, offsets = _ids_and_offsets("encode_batch", tok, texts, num_threads, allowed_special, disallowed_special, nulls, count=False)
+    return BatchEncoding(ids, offsets)
+
+
+def count_batch(tok, texts: Iterable[str], *, num_threads: int | None = None, nulls: str = "raise") -> np.ndarray:
+    """:meth:`numtok.Tokenizer.count_tokens_batch` of ``tok``: :func:`encode_batch`'s work
+    (special tokens as ordinary text) with no id written nor kept: the kernels only count, and
+    the per-text counts are the differences of the ends they record."""
+    _, offsets = _ids_and_offsets("count_tokens_batch", tok, texts, num_threads, frozenset(), frozenset(), nulls, count=True)
+    return np.diff(offsets)
+
+
+def _ids_and_offsets(caller: str, tok, texts, num_threads, allowed_special, disallowed_special, nulls: str, *, count: bool):
+    """(ids or None when ``count``, offsets of each text's ids) of a batch."""
     if isinstance(texts, str):
-        raise TypeError("encode_batch takes an iterable of str, not a str")
+        raise TypeError(f"{caller} takes an iterable of str, not a str")
     threads = check_num_threads(num_threads)
     check_nulls(nulls)
     allowed, disallowed = special_sets(tok, allowed_special, disallowed_special)
     if is_arrow(texts):  # Arrow strings: read in place (encode/arrow.py)
-        from .arrow import encode_arrow
+        from .arrow import arrow_ids_and_offsets
 
-        return encode_arrow(tok, texts, threads=threads, allowed=allowed, disallowed=disallowed, nulls=nulls)
+        return arrow_ids_and_offsets(tok, texts, threads=threads, allowed=allowed, disallowed=disallowed, nulls=nulls, count=count)
     texts = _pystr.as_items(texts)  # a tuple: kernels read its items while it is held
     try:
-        return _encode_items(tok, texts, threads, allowed, disallowed)
+        return _encode_items(tok, texts, threads, allowed, disallowed, count)
     except MemoryError as exc:
         chars = sum(len(t) for t in texts if isinstance(t, str))
         raise out_of_memory(exc, f"encoding a batch of {len(texts):,} texts ({chars:,} characters)", BYTES_PER_CHAR * chars) from exc
 
 
-def _encode_items(tok, texts: tuple, threads: int, allowed: frozenset, disallowed: frozenset) -> BatchEncoding:
+def _encode_items(tok, texts: tuple, threads: int, allowed: frozenset, disallowed: frozenset, count: bool):
     # Lengths and UTF-8 straight from the str objects, without the GIL, where _pystr can
     # (exact str items, CPython); otherwise len() and "".join per block, which fail on
     # anything that is not a str (then the offending text is found).
@@ -170,7 +184,7 @@ def _encode_items(tok, texts: tuple, threads: int, allowed: frozenset, disallowe
             chars = np.fromiter(map(len, texts), np.int64, len(texts))
         except TypeError:
             raise not_str_error(texts) from None
-    args = (tok, texts, chars, allowed, disallowed)
+    args = (tok, texts, chars, allowed, disallowed, count)
     encode_block = encode_items if direct else join_and_encode
     # Blocks of about a million characters: their UTF-8 stays cache-sized.
     blocks = text_blocks(chars, BLOCK_CHARS)
@@ -182,26 +196,26 @@ def _encode_items(tok, texts: tuple, threads: int, allowed: frozenset, disallowe
         else:
             with ThreadPoolExecutor(max_workers=threads) as pool:
                 results = list(pool.map(lambda ab: encode_block(*args, ab[0], ab[1], 1), blocks))
-        sizes = np.array([len(r[0]) for r in results], dtype=np.int64)
+        sizes = np.array([output_size(*r) for r in results], dtype=np.int64)
         bases = np.cumsum(sizes) - sizes
-        ids = np.concatenate([r[0] for r in results])
+        ids = None if count else np.concatenate([r[0] for r in results])
         ends = np.concatenate([r[1] + base for r, base in zip(results, bases.tolist())])
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     offsets[1:] = ends
-    return BatchEncoding(ids, offsets)
+    return ids, offsets
 
 
-def encode_items(tok, texts, chars, allowed: frozenset, disallowed: frozenset, a: int, b: int, threads: int):
+def encode_items(tok, texts, chars, allowed: frozenset, disallowed: frozenset, count: bool, a: int, b: int, threads: int):
     """(ids, end offset of each text) of ``texts[a:b]``, their UTF-8 written straight from
     the str objects without the GIL (see ``_pystr``); what that cannot read (a surrogate,
     a str subclass, a non-str) takes :func:`join_and_encode`."""
     converted = _pystr.utf8_of_items(texts, a, b, PAD)
     if converted is None:
-        return join_and_encode(tok, texts, chars, allowed, disallowed, a, b, threads)
-    return encode_texts(tok, *converted, allowed, disallowed, threads)
+        return join_and_encode(tok, texts, chars, allowed, disallowed, count, a, b, threads)
+    return encode_texts(tok, *converted, allowed, disallowed, threads, count)
 
 
-def join_and_encode(tok, texts, chars, allowed: frozenset, disallowed: frozenset, a: int, b: int, threads: int):
+def join_and_encode(tok, texts, chars, allowed: frozenset, disallowed: frozenset, count: bool, a: int, b: int, threads: int):
     """:func:`encode_items` by way of the texts' join (needs the GIL): it names a text
     that is not a str, and lone surrogates are repaired text by text."""
     texts = list(texts[a:b])
@@ -209,17 +223,17 @@ def join_and_encode(tok, texts, chars, allowed: frozenset, disallowed: frozenset
         joined = "".join(texts)
     except TypeError:
         raise not_str_error(texts, a) from None
-    return encode_texts(tok, *utf8_of_texts(joined, texts, chars[a:b]), allowed, disallowed, threads)
+    return encode_texts(tok, *utf8_of_texts(joined, texts, chars[a:b]), allowed, disallowed, threads, count)
 
 
-def encode_texts(tok, data: np.ndarray, lens: np.ndarray, allowed: frozenset, disallowed: frozenset, threads: int):
+def encode_texts(tok, data: np.ndarray, lens: np.ndarray, allowed: frozenset, disallowed: frozenset, threads: int, count: bool = False):
     """(ids, end offset of each text) of texts of ``lens`` bytes, one after another in
     ``data`` (padded): ValueError if one holds a ``disallowed`` special token, ``allowed``
-    ones encoded as their ids."""
+    ones encoded as their ids. ``count``: ids is None (only the ends are worked out)."""
     starts = np.cumsum(lens) - lens
     texts = np.ascontiguousarray(np.stack([starts, starts + lens], axis=1))
     docs, doc_special, last = special_documents(tok, data, texts, allowed, disallowed)
-    ids, doc_end = encode_docs(tok, data, docs, doc_special, threads)
+    ids, doc_end = encode_docs(tok, data, docs, doc_special, threads, count)
     return ids, doc_end if last is None else doc_end[last]
 
 

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._native.sink import CountSink
 from .._native.utf8 import utf8_bytes
 from ..pretokenizers import _scanners, split_bytes
 from ..pretokenizers._unicode import class_table
@@ -33,8 +34,9 @@ _TASK_BYTES = 1 << 20
 CHUNK_BYTES = 1 << 18
 
 
-def encode_docs(tok, data, docs, doc_special, threads: int):
+def encode_docs(tok, data, docs, doc_special, threads: int, count: bool = False):
     """Encode documents (ranges of ``data``) on ``threads`` threads; returns (ids, doc_end).
+    ``count``: only count the ids (ids is None; ``doc_end`` as when they are written).
 
     For the named patterns, long documents are first cut where every pattern ends a piece,
     so that the pre-tokenizer's output stays small and cache-resident, and so that one huge
@@ -44,7 +46,7 @@ def encode_docs(tok, data, docs, doc_special, threads: int):
     if len(doc_special) != n_docs:
         doc_special = np.full(n_docs, -1, dtype=np.int64)
     if len(data) <= tok._chunk_bytes:  # short input: one group on this thread, no cutting
-        return run(tok, data, docs, doc_special, total=len(data))
+        return run(tok, data, docs, doc_special, total=len(data), count=count)
     last = None
     if tok._cuttable and n_docs and int((docs[:, 1] - docs[:, 0]).max()) > 2 * tok._chunk_bytes:
         docs, parent = _k.cut_documents(data, docs, tok._chunk_bytes)
@@ -54,29 +56,37 @@ def encode_docs(tok, data, docs, doc_special, threads: int):
         doc_special = special
     tasks = cut_tasks(docs, threads, tok._chunk_bytes)
     if threads == 1 or len(tasks) == 1:
-        results = [run(tok, data, docs[a:b], doc_special[a:b]) for a, b in tasks]
+        results = [run(tok, data, docs[a:b], doc_special[a:b], count=count) for a, b in tasks]
     else:
         with ThreadPoolExecutor(max_workers=min(threads, len(tasks))) as pool:
-            results = list(pool.map(lambda ab: run(tok, data, docs[ab[0] : ab[1]], doc_special[ab[0] : ab[1]]), tasks))
+            results = list(pool.map(lambda ab: run(tok, data, docs[ab[0] : ab[1]], doc_special[ab[0] : ab[1]], count=count), tasks))
     if len(results) == 1:
         ids, doc_end = results[0]
     else:
-        sizes = np.array([len(r[0]) for r in results], dtype=np.int64)
+        sizes = np.array([output_size(r[0], r[1]) for r in results], dtype=np.int64)
         bases = np.cumsum(sizes) - sizes
-        ids = np.concatenate([r[0] for r in results])
+        ids = None if count else np.concatenate([r[0] for r in results])
         doc_end = np.concatenate([r[1] + b for r, b in zip(results, bases.tolist())])
     if last is not None:
         doc_end = doc_end[last]
     return ids, doc_end
 
 
-def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = True, strict: bool = True):
+def output_size(ids, doc_end) -> int:
+    """The number of ids a :func:`run` gave (``ids`` None: it only counted them)."""
+    if ids is not None:
+        return len(ids)
+    return int(doc_end[-1]) if len(doc_end) else 0
+
+
+def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = True, strict: bool = True, count: bool = False):
     """Pre-tokenize and encode consecutive documents on this thread; returns (ids, doc_end).
 
     ``data`` is a padded buffer from :func:`padded`. Documents are pre-tokenized
     in groups of about ``_chunk_bytes`` (or ``spans`` is given: one group). The output
     buffer is an upper bound that is never touched beyond what is written, and is shrunk
-    in place at the end.
+    in place at the end. ``count``: no ids are written nor kept (ids is None), ``doc_end``
+    is the same.
     """
     n_docs = len(docs)
     if total is None:
@@ -87,7 +97,7 @@ def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = T
         groups = cut_tasks(docs, 1, tok._chunk_bytes, by_chunk=True)
     # Each byte gives at most one id (two with end_of_word), each document one special.
     cap = total * (2 if tok._eow_id >= 0 else 1) + n_docs + 1
-    out = np.empty(cap, dtype=np.int32)
+    out = CountSink(cap) if count else np.empty(cap, dtype=np.int32)
     doc_end = np.empty(n_docs, dtype=np.int64)
     piece_cache = tok._piece_caches.take(total) if cache else NO_CACHE
     try:
@@ -95,6 +105,8 @@ def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = T
     finally:
         if cache:
             tok._piece_caches.give(piece_cache)
+    if count:
+        return None, doc_end
     if k < len(out):
         out.resize(k, refcheck=False)
     return out, doc_end
@@ -138,6 +150,23 @@ def encode_whole(tok, data: np.ndarray, n: int) -> np.ndarray:
     if status != _k.ST_DONE:  # pragma: no cover - the kernel sizes its output for the worst case
         raise AssertionError("output buffer bound exceeded")
     return ids
+
+
+def count_plain(tok, text: str) -> int:
+    """The number of ids of one text with no special tokens to find. A text longer than a
+    chunk is counted with no id array (``CountSink``), streamed a block at a time where it can
+    be; a shorter one is encoded (one kernel call) and its ids counted: counting those without
+    an array was no faster (the ids of a chunk are a few hundred KB at most)."""
+    if len(text) <= tok._chunk_bytes:
+        return len(encode_plain(tok, text))
+    if tok._cuttable:
+        n = encode_streamed(tok, text, count=True)
+        if n is not None:
+            return n
+    data = padded_utf8_of(text)
+    docs = np.array([[0, len(data)]], dtype=np.int64)
+    _, doc_end = encode_docs(tok, data, docs, NO_SPECIAL, 1, count=True)
+    return int(doc_end[0])
 
 
 def run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, piece_cache, strict) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._native import hugepages as _hugepages
 from . import _offset_kernels as _ok
 
 _ONE_DOC = np.zeros(2, dtype=np.int64)
@@ -22,18 +23,19 @@ def token_char_offsets(tok, ids: np.ndarray, doc_bounds: np.ndarray | None = Non
     if doc_bounds is None:
         doc_bounds = _ONE_DOC.copy()
         doc_bounds[1] = len(ids)
-    counts, inside, lens = _char_tables(tok)
-    return _ok.char_offsets(ids, counts, inside, lens, np.ascontiguousarray(doc_bounds, dtype=np.int64))
+    out = _hugepages.zeros((len(ids), 2), np.int64)
+    _ok.char_offsets(ids, _char_info(tok), np.ascontiguousarray(doc_bounds, dtype=np.int64), out)
+    return out
 
 
-def _char_tables(tok) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per id of ``tok``: characters started, starts inside a character, bytes (made once)."""
-    tables = tok.__dict__.get("_char_tables")
-    if tables is None:
-        counts, inside = _ok.token_char_counts(tok._dec_bytes, tok._dec_off)
-        tables = (counts, inside, np.diff(tok._dec_off).astype(np.int32))
-        tok._char_tables = tables  # derived from the decode table, which never changes
-    return tables
+def _char_info(tok) -> np.ndarray:
+    """Per id of ``tok``: what it adds to character offsets (``_offset_kernels.token_char_info``;
+    made once)."""
+    info = tok.__dict__.get("_char_info")
+    if info is None:
+        info = _ok.token_char_info(tok._dec_bytes, tok._dec_off)
+        tok._char_info = info  # derived from the decode table, which never changes
+    return info
 
 
 def check_spells_text(tok, ids: np.ndarray, raw: bytes) -> None:

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Literal, overload
+
 import numpy as np
 
 from .._native import pystr as _pystr
+from .._native.sink import CountSink
 from .._native.utf8 import contains_any
 from ..pretokenizers import _scanners
 from .buffers import PAD
 from .special import NO_SPECIAL
 
 
-def encode_streamed(tok, text: str, needles: tuple | None = None) -> np.ndarray | None:
-    """Ids of a long text of a named pattern, written to UTF-8, split and encoded one block
-    of ``_chunk_bytes`` characters at a time through one reused buffer; None if the text
+@overload
+def encode_streamed(tok, text: str, needles: tuple | None = None, count: Literal[False] = False) -> np.ndarray | None: ...
+@overload
+def encode_streamed(tok, text: str, needles: tuple | None = None, *, count: Literal[True]) -> int | None: ...
+def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = False) -> np.ndarray | int | None:
+    """Ids of a long text of a named pattern (``count``: only their number, an int),
+    written to UTF-8, split and encoded one block of ``_chunk_bytes`` characters at a time
+    through one reused buffer; None if the text
     cannot be read in place (see ``_pystr``) or holds a surrogate (the caller's path
     repairs it), or if a block may hold one of ``needles`` (``_block_needles``: special
     tokens the caller must look for in the whole text).
@@ -31,7 +39,8 @@ def encode_streamed(tok, text: str, needles: tuple | None = None) -> np.ndarray 
     n, width = shape
     block = tok._chunk_bytes
     buf = np.empty(2 * block * width + PAD, dtype=np.uint8)
-    out = np.empty(n * width * (2 if tok._eow_id >= 0 else 1) + 1, dtype=np.int32)
+    bound = n * width * (2 if tok._eow_id >= 0 else 1) + 1
+    out = CountSink(bound) if count else np.empty(bound, dtype=np.int32)
     doc = np.zeros((1, 2), dtype=np.int64)
     doc_end = np.empty(1, dtype=np.int64)
     piece_cache = tok._piece_caches.take(n)
@@ -62,6 +71,8 @@ def encode_streamed(tok, text: str, needles: tuple | None = None) -> np.ndarray 
             buf[:carry] = buf[cut:stop]
     finally:
         tok._piece_caches.give(piece_cache)
+    if count:
+        return k
     out.resize(k, refcheck=False)
     return out
 

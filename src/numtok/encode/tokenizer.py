@@ -32,7 +32,7 @@ from . import batch, special, tables
 from . import offsets as offsets_module
 from .batch import BYTES_PER_CHAR, BatchEncoding, SpecialSet
 from .buffers import padded_utf8_of
-from .engine import encode_docs, encode_plain
+from .engine import count_plain, encode_docs, encode_plain
 from .piece_cache import PieceCaches
 from .streaming import encode_streamed
 
@@ -405,16 +405,23 @@ class Tokenizer:
         >>> numtok.load("cl100k_base").count_tokens("hello world")
         2
         """
-        return len(self.encode_ordinary(text))
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        try:
+            return count_plain(self, text)
+        except MemoryError as exc:
+            raise _text_out_of_memory(exc, text) from exc
 
-    def count_tokens_batch(self, texts: Iterable[str], *, num_threads: int | None = None) -> np.ndarray:
-        """The token count of each text (int64), as :meth:`count_tokens` gives it.
+    def count_tokens_batch(self, texts: Iterable[str] | Any, *, num_threads: int | None = None, nulls: str = "raise") -> np.ndarray:
+        """The token count of each text (int64), as :meth:`count_tokens` gives it. The texts are
+        encoded as by :meth:`encode_ordinary_batch` (Arrow strings too, ``nulls`` as there), but
+        no id is written nor kept: only the counts.
 
         >>> import numtok
         >>> numtok.load("cl100k_base").count_tokens_batch(["hello world", "", "hi"]).tolist()
         [2, 0, 1]
         """
-        return self.encode_ordinary_batch(texts, num_threads=num_threads).lengths
+        return batch.count_batch(self, texts, num_threads=num_threads, nulls=nulls)
 
     def encode_ordinary_batch(self, texts: Iterable[str] | Any, *, num_threads: int | None = None, nulls: str = "raise") -> BatchEncoding:
         """:meth:`encode_batch` with special tokens treated as ordinary text."""
