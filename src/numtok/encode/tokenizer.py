@@ -241,11 +241,21 @@ class Tokenizer:
         if self._merges_list is not None:
             return list(self._merges_list)
         if self._merges_cache is None:
-            order = self._mergeable_ids
-            left, right = _k.derive_merges(self._tok_bytes, self._tok_off, self._byte_id, self._pair_tab, order)
-            has = np.flatnonzero(left >= 0)
-            self._merges_cache = [(self._token_bytes(int(left[i])), self._token_bytes(int(right[i]))) for i in has]
+            left, right, _ = self._merge_ids()
+            raw = self._tok_bytes.tobytes()
+            off = self._tok_off.tolist()
+            self._merges_cache = [(raw[off[a] : off[a + 1]], raw[off[b] : off[b + 1]]) for a, b in zip(left.tolist(), right.tolist())]
         return list(self._merges_cache)
+
+    def _merge_ids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(left ids, right ids, result ids) of :attr:`merges`, in order (int64)."""
+        if self._merges_list is not None:
+            lefts, rights, results, _ = tables.merge_pairs(self._merges_list, self.vocab)
+            return lefts, rights, results.astype(np.int64)
+        order = self._mergeable_ids
+        left, right = _k.derive_merges(self._tok_bytes, self._tok_off, self._byte_id, self._pair_tab, order)
+        has = np.flatnonzero(left >= 0)
+        return left[has].astype(np.int64), right[has].astype(np.int64), order[has].astype(np.int64)
 
     def __repr__(self) -> str:
         mode = "ranks" if self._rank_mode else "merges"
