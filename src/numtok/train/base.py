@@ -86,28 +86,23 @@ class BaseStart:
     tok_len: np.ndarray  # int64 per existing id: bytes (0 for special tokens and unused ids)
     tok_seq: np.ndarray  # int32: each id's bytes as the base's byte-token ids, id after id
     tok_seq_len: np.ndarray  # int64 per existing id
-    token_bytes: list  # bytes per existing id (None for an unused id)
+    token_bytes: TokenBytes  # bytes per existing id
 
 
 def start_from_base(counter, base, new_specials: list[str]) -> BaseStart:
     """The counter's words (in counter order) as ``base``'s tokens, and the existing ids:
     base's, then ``new_specials`` (ids from ``base.n_vocab``)."""
     n_base = base.n_vocab + len(new_specials)
-    token_bytes: list = [None] * n_base
-    for tok, i in base.vocab.items():  # special tokens as their UTF-8 bytes, as in base.vocab
-        token_bytes[i] = tok
-    for j, s in enumerate(new_specials):
-        token_bytes[base.n_vocab + j] = s.encode("utf-8")
-
+    token_bytes = TokenBytes(base, [s.encode("utf-8") for s in new_specials])
     store = np.ascontiguousarray(counter.store)
     starts = np.asarray(counter.starts, dtype=np.int64)
     lengths = np.asarray(counter.lengths, dtype=np.int64)
     present = np.flatnonzero(np.bincount(store, minlength=256)).tolist()
+    off = base._tok_off
+    mids = base._mergeable_ids
+    single = mids[off[mids + 1] - off[mids] == 1]
     byte_id = np.full(256, -1, dtype=np.int64)
-    for b in range(256):
-        tid = base._lookup_token(bytes([b]))
-        if tid is not None and not base._is_special[tid]:
-            byte_id[b] = tid
+    byte_id[base._tok_bytes[off[single]]] = single
     missing = [b for b in present if byte_id[b] < 0]
     if missing:
         raise ValueError(f"the base tokenizer has no token for the byte 0x{missing[0]:02x} "
@@ -118,7 +113,6 @@ def start_from_base(counter, base, new_specials: list[str]) -> BaseStart:
     # Lengths and spellings of the existing ids, id after id. A special token is spelled (so that
     # a merge that rebuilds it re-uses its id, as HF does) when each of its characters is a
     # ByteLevel character, exactly as training from scratch spells them (trainer._as_symbols).
-    off = base._tok_off
     lens = np.zeros(n_base, dtype=np.int64)
     lens[: base.n_vocab] = np.diff(off)
     seq_len = lens.copy()
@@ -137,6 +131,28 @@ def start_from_base(counter, base, new_specials: list[str]) -> BaseStart:
     pieces.append(flat[off[prev] : off[base.n_vocab]])
     tok_seq = np.concatenate(pieces).astype(np.int32)
     return BaseStart(sym, w_start, w_len, lens, tok_seq, seq_len, token_bytes)
+
+
+class TokenBytes:
+    """Token bytes by id: the base's (read from its arrays when asked for: a bundled encoding
+    has 200,000 tokens), then the ones appended (new special tokens, learned tokens)."""
+
+    def __init__(self, base, appended: list[bytes]):
+        self._raw = base._tok_bytes[: base._tok_off[-1]].tobytes()
+        self._off = base._tok_off
+        self._n = base.n_vocab
+        self._appended = appended
+
+    def __len__(self) -> int:
+        return self._n + len(self._appended)
+
+    def __getitem__(self, i: int) -> bytes:
+        if i < self._n:
+            return self._raw[int(self._off[i]) : int(self._off[i + 1])]
+        return self._appended[i - self._n]
+
+    def append(self, token: bytes) -> None:
+        self._appended.append(token)
 
 
 def _words_as_base_ids(base, store, starts, lengths, byte_id):

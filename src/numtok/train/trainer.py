@@ -469,7 +469,7 @@ def _train_from_counter(holder: list, options: _Options, show_progress, started:
         raise out_of_memory(exc, f"learning merges from {unique_words:,} unique words ({word_bytes:,} bytes)",
                             48 * unique_words + 120 * word_bytes) from exc
     if options.base is not None:
-        tokenizer = _continued_tokenizer(options, merges, token_bytes, merge_ids)
+        tokenizer = _continued_tokenizer(options, token_bytes, merge_ids)
     else:
         k = len(options.special_tokens)
         tokenizer = Tokenizer(
@@ -491,7 +491,7 @@ def _train_from_counter(holder: list, options: _Options, show_progress, started:
     return tokenizer
 
 
-def _continued_tokenizer(options: _Options, merges: list, token_bytes: list, merge_ids: tuple):
+def _continued_tokenizer(options: _Options, token_bytes, merge_ids: tuple):
     """The base's tokens, merges and special tokens (ids unchanged), then the new ones: built
     from the base's arrays (a bundled encoding has 200,000 tokens: no dict of them)."""
     from ..encode.tokenizer import Tokenizer
@@ -500,7 +500,7 @@ def _continued_tokenizer(options: _Options, merges: list, token_bytes: list, mer
     specials = dict(base.special_tokens)
     specials.update({s: base.n_vocab + j for j, s in enumerate(options.new_specials)})
     first_new = base.n_vocab + len(options.new_specials)
-    new_tokens = token_bytes[first_new:]
+    new_tokens = [token_bytes[i] for i in range(first_new, len(token_bytes))]
     off = base._tok_off
     base_ids = base._mergeable_ids
     new_lens = np.fromiter(map(len, new_tokens), dtype=np.int64, count=len(new_tokens))
@@ -511,7 +511,7 @@ def _continued_tokenizer(options: _Options, merges: list, token_bytes: list, mer
     lefts, rights, results = base._merge_ids()
     return Tokenizer._from_arrays(
         flat, starts, lens, ids,
-        merges=base.merges + merges,
+        merges=(),  # made from merge_ids when asked for: no 200,000 pairs of bytes now
         merge_ids=tuple(np.concatenate([old, new]) for old, new in zip((lefts, rights, results), merge_ids)),
         pattern=base.pattern,
         special_tokens=specials,
@@ -523,7 +523,7 @@ def _continued_tokenizer(options: _Options, merges: list, token_bytes: list, mer
 
 def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes, bytes]], list, dict, tuple]:
     """Run the merge engine; returns (merges, token bytes by id: specials, alphabet, merges
-    (with a base: the base's ids, None where it has none, then new specials and merges),
+    (with a base: a base.TokenBytes of the base's ids, then new specials and merges),
     the engine's work counters, the merges as (left, right, result) id arrays).
 
     ``counter`` is a WordCounter, or a one-item list holding one (emptied here to free it).
@@ -536,7 +536,7 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
         w_freq = np.array(counter.counts, dtype=np.int64)
         firsts = counter.firsts if options.tie_break == "first-seen" else None
         del counter
-        token_bytes: list = start.token_bytes
+        token_bytes: Any = start.token_bytes
         tok_len, tok_seq, tok_seq_len = start.tok_len, start.tok_seq, start.tok_seq_len
         minimum = len(tok_len)
     else:
