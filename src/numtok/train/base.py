@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,6 +78,24 @@ def resolve_base(base):
     return tok
 
 
+def derive_merges_early(base) -> threading.Thread | None:
+    """Start deriving a rank-mode base's merges (``base._merge_ids()``, a fraction of a second
+    for o200k_base, cached on it) on a thread, to overlap reading the corpus; the result
+    tokenizer needs them. Join the thread before calling ``_merge_ids`` to not do it twice."""
+    if base._merge_id_arrays is not None:
+        return None
+    thread = threading.Thread(target=_derive_quietly, args=(base,), name="numtok-derive-merges", daemon=True)
+    thread.start()
+    return thread
+
+
+def _derive_quietly(base) -> None:
+    try:
+        base._merge_ids()
+    except Exception:  # noqa: BLE001 - the caller derives them again and sees the error
+        pass
+
+
 @dataclass
 class BaseStart:
     """What the merge engine starts from: the words as base ids and every existing id."""
@@ -118,7 +138,7 @@ def start_from_base(counter, base, new_specials: list[str]) -> BaseStart:
     seq_len = lens.copy()
     flat = byte_id[base._tok_bytes[: off[-1]]].astype(np.int32)
     pieces, prev = [], 0
-    for i in [i for i in range(base.n_vocab) if base._is_special[i]] + list(range(base.n_vocab, n_base)):
+    for i in np.flatnonzero(base._is_special[: base.n_vocab]).tolist() + list(range(base.n_vocab, n_base)):
         text = token_bytes[i].decode("utf-8")
         spelled = all(c in CHAR_TO_BYTE and byte_id[CHAR_TO_BYTE[c]] >= 0 for c in text)
         spelling = [int(byte_id[CHAR_TO_BYTE[c]]) for c in text] if spelled else []
@@ -178,7 +198,22 @@ def _words_as_base_ids(base, store, starts, lengths, byte_id):
         order = np.argsort(starts, kind="stable")
         starts, lengths = starts[order], lengths[order]
     docs = np.ascontiguousarray(np.stack([starts, starts + lengths], axis=1), dtype=np.int64)
-    ids, doc_end = run(base, padded(store), docs, np.full(n, -1, dtype=np.int64), spans=docs, cache=False)
+    data = padded(store)
+    # Two halves on two threads (the kernel releases the GIL): each word is one piece.
+    cut = n // 2 if n >= 4096 else n
+    parts = [(0, cut), (cut, n)] if cut < n else [(0, n)]
+
+    def encode(part):
+        a, b = part
+        return run(base, data, docs[a:b], np.full(b - a, -1, dtype=np.int64), spans=docs[a:b], cache=False)
+
+    if len(parts) == 1:
+        ids, doc_end = encode(parts[0])
+    else:
+        with ThreadPoolExecutor(2) as pool:
+            (ids0, end0), (ids1, end1) = pool.map(encode, parts)
+        ids = np.concatenate([ids0, ids1])
+        doc_end = np.concatenate([end0, end1 + len(ids0)])
     w_len = np.diff(doc_end, prepend=0)
     w_start = doc_end - w_len
     if order is not None:

@@ -22,7 +22,7 @@ from ..pretokenizers import split_bytes
 from ..pretokenizers.patterns import resolve_pattern
 from ..progress import Progress
 from . import _kernels as _bpe_kernels
-from .base import resolve_base, start_from_base
+from .base import derive_merges_early, resolve_base, start_from_base
 from .word_counts import WordCounts
 from .words import WordCounter
 
@@ -128,6 +128,8 @@ def train_bpe(
     options = _Options.check(vocab_size, pattern, special_tokens, min_frequency, max_token_length,
                              tie_break, alphabet, units, unk_token, end_of_word, base)
     threads = check_num_threads(num_threads)
+    if options.base is not None:
+        options.base_merges = derive_merges_early(options.base)
     started = time.perf_counter()
     counter, corpus_bytes = _count_words(source, options, show_progress, threads, field)
     holder = [counter]
@@ -235,6 +237,7 @@ class _Options:
     units: str
     end_of_word: str | None
     base: Any  # the numtok Tokenizer training continues from, or None
+    base_merges: Any  # the thread deriving a rank-mode base's merges, or None
     new_specials: list[str]  # with a base: the special tokens it does not have
 
     @classmethod
@@ -245,6 +248,7 @@ class _Options:
             raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
         self.vocab_size = int(vocab_size)
         self.base = None if base is None else resolve_base(base)
+        self.base_merges = None
         self.new_specials = []
         if self.base is not None:
             if pattern is None:
@@ -499,6 +503,8 @@ def _continued_tokenizer(options: _Options, token_bytes, merge_ids: tuple):
     base = options.base
     specials = dict(base.special_tokens)
     specials.update({s: base.n_vocab + j for j, s in enumerate(options.new_specials)})
+    if options.base_merges is not None:
+        options.base_merges.join()
     first_new = base.n_vocab + len(options.new_specials)
     new_tokens = [token_bytes[i] for i in range(first_new, len(token_bytes))]
     off = base._tok_off
