@@ -1,4 +1,4 @@
-"""The ``numtok`` command line: train, encode, decode, info, demo.
+"""The ``numtok`` command line: train, encode, decode, info, demo, warmup.
 
 Every command prints one line on stderr and exits non-zero on a user mistake (missing file,
 unreadable tokenizer, bad option value); progress bars go to stderr when it is a terminal
@@ -200,6 +200,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pattern", default="gpt2", help="pre-tokenizer (default gpt2)")
     p.add_argument("-o", "--output", default=None, metavar="PATH", help="also save the tokenizer (tokenizer.json)")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser(
+        "warmup", parents=[quiet], help="compile every kernel ahead (for images, CI caches and cluster workers)",
+        description="Compile numtok's Numba kernels for this machine in parallel processes and save them "
+        "where later processes load them (printed at the end). Add 'RUN numtok warmup' to a Dockerfile "
+        "after installing numtok.",
+    )  # fmt: skip
+    p.add_argument("--processes", type=_positive_int, default=None, metavar="N", help="worker processes (default: all cores)")
+    p.add_argument("--jobs", default=None, metavar="A,B", help="only these areas: encode, encodings, train, wordpiece, arrow")
+    p.set_defaults(func=cmd_warmup)
     return parser
 
 
@@ -214,6 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    if getattr(args, "quiet", False):
+        from ._native.jit import set_quiet
+
+        set_quiet(True)
     previous = _raise_on_sigterm()
     try:
         return args.func(args) or 0
@@ -921,6 +935,15 @@ def cmd_demo(args) -> int:
         tok.save(args.output)
         print(f"Saved to {args.output} (loads in numtok, HF tokenizers and transformers).")
     print("Next: numtok train FILES --vocab-size 32000 -o tokenizer.json; numtok encode -t tokenizer.json FILES -o ids.npy")
+    return 0
+
+
+def cmd_warmup(args) -> int:
+    from .warmup import warmup
+
+    jobs = tuple(j.strip() for j in args.jobs.split(",") if j.strip()) if args.jobs else None
+    location = warmup(processes=args.processes, jobs=jobs, quiet=args.quiet)
+    print(location)
     return 0
 
 

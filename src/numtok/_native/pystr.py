@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from .intrinsics import address_view
+from .jit import cached_njit
 from .utf8 import padded_prefix, units_to_utf8_at, utf8_bound_of_kind, worst_case_buffer
 
 # Fields of the layout array.
@@ -68,7 +69,7 @@ def _units_address(obj, layout, is_ascii):
     return obj + (layout[_ASCII_DATA] if is_ascii else layout[_COMPACT_DATA])
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _lengths(items_address, n, layout, chars):
     """Fill ``chars`` with the length of each of the ``n`` objects whose pointers are at
     ``items_address``; return the index of the first that is not an exact compact str (its
@@ -82,7 +83,7 @@ def _lengths(items_address, n, layout, chars):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _utf8_bound(items_address, first, last, layout):
     """Most UTF-8 bytes objects first..last-1 of the pointers at ``items_address`` can need
     (each str's kind bounds its code points), or -1 if one is not an exact compact str."""
@@ -96,7 +97,7 @@ def _utf8_bound(items_address, first, last, layout):
     return bound
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _to_utf8(items_address, first, last, layout, out, lens):
     """Write the UTF-8 of the exact compact strs first..last-1 of the pointers at
     ``items_address`` one after another into ``out`` (sized by ``_utf8_bound``) and the byte
@@ -115,7 +116,7 @@ def _to_utf8(items_address, first, last, layout, out, lens):
     return o
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _shape(obj, layout):
     """(characters, most UTF-8 bytes one of them can need) of the exact compact str at
     ``obj``; characters = -1 for any other object."""
@@ -123,7 +124,7 @@ def _shape(obj, layout):
     return m, utf8_bound_of_kind(1, kind, is_ascii)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _slice_to_utf8(obj, layout, first, last, out, start):
     m, kind, is_ascii = _str_info(obj, layout)
     units = _units_address(obj, layout, is_ascii) + first * kind

@@ -7,6 +7,7 @@ from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .intrinsics import address_view, load_u64, narrow_ascii32, str_data_address
+from .jit import cached_njit
 
 
 def utf8_bytes(text: str) -> bytes:
@@ -31,7 +32,7 @@ def char_to_byte_offsets(text: str) -> np.ndarray:
     return offsets
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _utf8_error_offset(data):
     """Index of the first byte that starts an invalid UTF-8 sequence (strict, as Python's
     decoder: no overlongs, no surrogates, nothing above U+10FFFF), or -1 if all is valid."""
@@ -87,7 +88,7 @@ def utf8_error_offset(data: np.ndarray) -> int:
 # character), of one long str here and of each text of a batch in ``pystr``, so threads
 # convert in parallel instead of waiting for the one that holds the GIL to run ``str.encode``.
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _units_to_utf8(units, out, start, char_ends, byte_ends):
     """Write the UTF-8 of the code units (uint8/16/32) into ``out`` from ``start`` on and
     return where it ends, or -1 at a surrogate (not valid UTF-8: the caller repairs the text).
@@ -152,7 +153,7 @@ def units_to_utf8_at(address, n, kind, out, start, char_ends, byte_ends):
     return _units_to_utf8(address_view(address, n, np.uint32), out, start, char_ends, byte_ends)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _str_to_utf8(s, out, char_ends, byte_ends):
     start = np.int64(0)  # not the literal 0: one signature with the batch's calls (_pystr)
     return units_to_utf8_at(str_data_address(s), len(s), s._kind, out, start, char_ends, byte_ends)
@@ -167,7 +168,7 @@ def utf8_bound_of_kind(n, kind, is_ascii):
     return (2 if kind == 1 else 3 if kind == 2 else 4) * n
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _utf8_bound(s):
     """Most UTF-8 bytes the str can need."""
     return utf8_bound_of_kind(len(s), s._kind, s._is_ascii)
@@ -214,7 +215,7 @@ _ONES = np.uint64(0x0101010101010101)
 _HIGHS = np.uint64(0x8080808080808080)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def contains_any(data, n, needles, needle_off, b0, b1):
     """Whether one of the byte strings ``needles[needle_off[i]:needle_off[i + 1]]`` (none
     empty, each starting with byte ``b0`` or ``b1``) occurs in ``data[:n]``.

@@ -54,6 +54,7 @@ from numba import njit
 
 from .._native import hugepages as _hugepages
 from .._native.intrinsics import load_u64, prefetch
+from .._native.jit import cached_njit
 from ..pretokenizers._scanners import is_cut, scan_whole
 
 INF_PRIORITY = 0x7FFFFFFF
@@ -240,7 +241,7 @@ def _pair_pri_f(ptab, pbits, pfilter, fbits, left, right, max_pri):
     return _pair_pri(ptab, pbits, left, right, max_pri)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def build_pair_filter(ptab):
     """Blocked Bloom filter of the pairs of a pair table: two bits in one word per pair, about
     8 bits per pair (~5 % false positives). Returns (filter, log2 of its number of words)."""
@@ -271,7 +272,7 @@ def _result(res_of, p):
 # table builders
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def build_key_table(tok_bytes, tok_off, ids, key_lens):
     """Open-addressing table of the keys ``key_lens[i]`` first bytes of token ``ids[i]``.
 
@@ -299,7 +300,7 @@ def build_key_table(tok_bytes, tok_off, ids, key_lens):
     return tab, -1
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def key_table_ext(tab, tok_bytes, tok_off):
     """Bytes 8-15 of the key in each slot of a key table (zero-padded; 0 for keys of <= 8
     bytes and empty slots), for ``_find_key``."""
@@ -313,7 +314,7 @@ def key_table_ext(tab, tok_bytes, tok_off):
     return ext
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def build_pair_table(lefts, rights, priorities):
     """Pair table (one uint64 per slot, all ones = empty); a repeated pair keeps its last
     priority."""
@@ -344,7 +345,7 @@ def _log2_len(table):
     return bits
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def byte_pair_table(byte_id, ptab):
     """Direct table over the 65536 byte pairs: the priority of merging their tokens.
 
@@ -362,7 +363,7 @@ def byte_pair_table(byte_id, ptab):
     return out
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def build_tables(tok_bytes, tok_off, ids, key_lens, byte_id, lefts, rights, priorities, rank_mode):
     """All tables of a tokenizer in one call (one kernel to load from Numba's cache at start-up).
 
@@ -393,7 +394,7 @@ def _insert_pair(tab, bits, left, right, pri):
     return new
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def rank_pair_table(tok_bytes, tok_off, tok_tab, ids):
     """The rank-mode pair table, filled directly (no temporaries): every split of every token
     into two tokens, with the token's rank (its id) as priority. Grows when half full."""
@@ -737,7 +738,7 @@ def _long_put(cache, lslot, data, s, L, m, sym, n):
         cache[lslot + 9 + q // 3] |= np.uint64(sym[q]) << np.uint64(ID_BITS * (q % 3))
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def grow_piece_cache(old, new):
     """Move every entry of the piece cache ``old`` into the bigger, empty ``new``.
 
@@ -799,7 +800,7 @@ def grow_piece_cache(old, new):
 # the encoder
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def encode_spans(
     data, spans, docs, doc_special, doc_end, j, d, out, k,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
@@ -839,7 +840,7 @@ def encode_spans(
 
 # Without Numba's reference counting: each inlined helper that takes an array (hashing, table
 # probes, merging) would otherwise incref and decref it, atomically, for every piece.
-@njit(cache=True, nogil=True, _nrt=False)
+@cached_njit(nogil=True, _nrt=False)
 def _encode_loop(
     data, spans, docs, doc_special, doc_end, j, d, out, k,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
@@ -1043,7 +1044,7 @@ def _encode_loop(
     return ST_DONE, k, j, docs.shape[0], -1
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def encode_text(
     scanner, data, n, flags,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
@@ -1070,7 +1071,7 @@ def encode_text(
     return status, out[:k], pos
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def derive_merges(tok_bytes, tok_off, byte_id, ptab, ids):
     """For each token (rank mode): the two parts that rank-BPE restricted to lower ranks gives.
 
@@ -1114,7 +1115,7 @@ def derive_merges(tok_bytes, tok_off, byte_id, ptab, ids):
     return left, right
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def cut_documents(data, docs, step):
     """Cut documents longer than 2 * step into parts of about step bytes (named patterns only).
 
@@ -1158,7 +1159,7 @@ def cut_documents(data, docs, step):
 # decoding and rank files
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def decode_ids(ids, tok_off, dec_bytes, dec_off):
     """Concatenate the decode bytes of ``ids``; returns (bytes, index of first invalid id or -1)."""
     n_tok = tok_off.shape[0] - 1

@@ -9,10 +9,11 @@ once per tokenizer, so offsets cost two table reads per token.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from .._native.jit import cached_njit
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def token_char_counts(dec_bytes, dec_off):
     """Per id: the characters it starts (its UTF-8 lead bytes), and whether its first byte
     continues a character (1) or not (0)."""
@@ -32,7 +33,7 @@ def token_char_counts(dec_bytes, dec_off):
     return starts, inside
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def char_offsets(ids, char_count, starts_inside, token_len, doc_bounds):
     """(n, 2) int64 ``[start, end)`` character offsets of every token, counted from the start
     of its document; ``doc_bounds`` (int64, first 0, last ``len(ids)``) cuts ``ids`` into

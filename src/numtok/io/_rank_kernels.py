@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from .._native.jit import cached_njit
 
 # Ranks must stay below the encoder's 'no merge' priority (2**31 - 1).
 _RANK_LIMIT = 0x7FFFFFFF
@@ -16,7 +17,7 @@ RF_BAD_RANK = 3
 RF_EMPTY_TOKEN = 4
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def parse_tiktoken(buf):
     """Parse a .tiktoken rank file (``base64(token) SP rank`` per line; blank lines skipped).
 

@@ -67,12 +67,12 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
 from .._native.intrinsics import ascii_class_masks32 as _ascii_class_masks32
 from .._native.intrinsics import ascii_class_masks64 as _ascii_class_masks64
 from .._native.intrinsics import load_u64 as _load_u64
+from .._native.jit import cached_njit
 from .._native.threads import usable_cores
 from ._unicode import BIT_CRLF, BIT_L, BIT_N, BIT_O, BIT_S, BIT_U, BIT_W, class_table
 
@@ -90,15 +90,15 @@ _LNCRLF = np.uint8(BIT_L | BIT_N | BIT_CRLF)
 _NOT_SPACE = np.uint8(BIT_L | BIT_N | BIT_O)
 _INVALID = np.uint8(BIT_O)  # a byte that starts no valid UTF-8 character: "other", like U+FFFD
 
-_jit = njit(cache=True, nogil=True)
+_jit = cached_njit(nogil=True)
 # The scanning kernels allocate nothing, so they run without Numba's reference counting:
 # with it, every call of a helper that takes the arrays (the general path of a piece) and
 # every inlined one increfs and decrefs them, atomically (up to a fifth of cl100k's time).
-_kernel = njit(cache=True, nogil=True, _nrt=False)
+_kernel = cached_njit(nogil=True, _nrt=False)
 # Indexing with an unsigned integer spares Numba's negative-index handling (a compare and a
 # select per access, measured 5-13% of the kernels' time); every index here is >= 0.
 _u = np.uint64
-_inline = njit(cache=True, nogil=True, inline="always")
+_inline = cached_njit(nogil=True, inline="always")
 
 
 # Bit-mask constants (uint64, so Numba keeps the masks unsigned).

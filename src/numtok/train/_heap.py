@@ -7,16 +7,16 @@ column 1 (the trainers' tie-break); the other columns ride along. The heap lives
 
 from __future__ import annotations
 
-from numba import njit
+from .._native.jit import cached_njit
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def better(rows, i, j):
     """Whether entry i goes above entry j."""
     return rows[i, 0] > rows[j, 0] or (rows[i, 0] == rows[j, 0] and rows[i, 1] < rows[j, 1])
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def swap_rows(rows, i, j):
     for c in range(rows.shape[1]):
         t = rows[i, c]
@@ -24,7 +24,7 @@ def swap_rows(rows, i, j):
         rows[j, c] = t
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def sift_up(rows, i):
     while i > 0:
         parent = (i - 1) >> 1
@@ -34,7 +34,7 @@ def sift_up(rows, i):
         i = parent
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def sift_down(rows, i, n):
     while True:
         left = 2 * i + 1

@@ -26,9 +26,9 @@ Why this shape (performance notes)
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .._native.intrinsics import prefetch
+from .._native.jit import cached_njit
 from ._heap import sift_down, sift_up
 
 # Columns of a word row (start in sym, live length, frequency): one row per word, so visiting a
@@ -45,7 +45,7 @@ _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 _POLY = np.uint64(0x100000001B3)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _mix(key, mask):
     h = np.uint64(key) * _HASH_MUL
     h ^= h >> np.uint64(29)
@@ -56,7 +56,7 @@ def _mix(key, mask):
 # pair table
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _find_pair(slots, pairs, key):
     mask = len(slots) - 1
     s = _mix(key, mask)
@@ -67,7 +67,7 @@ def _find_pair(slots, pairs, key):
         s = (s + 1) & mask
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _rehash_pairs(pairs, n_pairs, size):
     slots = np.full(size, -1, dtype=np.int32)
     mask = size - 1
@@ -79,7 +79,7 @@ def _rehash_pairs(pairs, n_pairs, size):
     return slots
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _new_pair(slots, pairs, n_pairs, key):
     """Insert a key that is not in the table (capacity is ensured by the caller); returns its row."""
     mask = len(slots) - 1
@@ -98,7 +98,7 @@ def _new_pair(slots, pairs, n_pairs, key):
     return n_pairs
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _reserve_pairs(slots, pairs, n_pairs, extra):
     """Room for ``extra`` more pairs at load factor <= 1/2; returns (slots, pairs)."""
     need = n_pairs + extra
@@ -114,7 +114,7 @@ def _reserve_pairs(slots, pairs, n_pairs, extra):
     return slots, pairs
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _append_posting(pairs, p, w, pool, st):
     """Add word w to pair p's postings, once per run of appends to the same word. A full list
     moves to the end of the pool with twice the room (capacity is ensured by the caller)."""
@@ -135,7 +135,7 @@ def _append_posting(pairs, p, w, pool, st):
     st[APPENDS] += 1
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _reserve_pool(pairs, n_pairs, pool, st, extra):
     """Room for ``extra`` more pool entries. Lists that moved leave dead space behind, so the
     pool is compacted (live lists only, at their length) into a new one sized 1.5x the need."""
@@ -161,7 +161,7 @@ def _reserve_pool(pairs, n_pairs, pool, st, extra):
 # heap of (count, aux, pair row): best = higher count, then lower aux
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _heap_push(heap, size, count, aux, p):
     if size >= len(heap):
         grown = np.empty((2 * len(heap), 3), dtype=np.int64)
@@ -174,7 +174,7 @@ def _heap_push(heap, size, count, aux, p):
     return heap, size + 1
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _heap_pop(heap, size):
     """Remove the top entry (read it before calling); returns the new size."""
     size -= 1
@@ -188,7 +188,7 @@ def _heap_pop(heap, size):
 # initial pair counts
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _count_all_pairs(sym, words, tok_len, max_len):
     """Count every adjacent pair of every word (overlapping windows count) and build exact-size
     postings. Returns (slots, pairs, n_pairs, pool, pool_used)."""
@@ -236,7 +236,7 @@ def _count_all_pairs(sym, words, tok_len, max_len):
     return slots, pairs, n_pairs, pool, pool_used
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _first_occurrence(sym, words, tok_len, pairs, p, pool):
     """(word << 32 | position of the left symbol) of the pair's first occurrence, or NO_POSITION."""
     key = pairs[p, KEY]
@@ -262,7 +262,7 @@ def _first_occurrence(sym, words, tok_len, pairs, p, pool):
 # token identity: base-symbol sequences, hashed
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _find_token(tslots, tok_hash, tok_seq_start, tok_seq_len, tok_seq, h, seq_buf, n):
     mask = len(tslots) - 1
     s = _mix(np.int64(h), mask)
@@ -282,7 +282,7 @@ def _find_token(tslots, tok_hash, tok_seq_start, tok_seq_len, tok_seq, h, seq_bu
         s = (s + 1) & mask
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _register_token(tslots, tok_hash, t):
     mask = len(tslots) - 1
     s = _mix(np.int64(tok_hash[t]), mask)
@@ -295,7 +295,7 @@ def _register_token(tslots, tok_hash, t):
 # the merge loop
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _apply_delta(slots, pairs, pool, touched, st, near, near_step, side, step, x, y, d, w, position,
                  tok_len, max_len):
     """count(x, y) += d; on a gain, add word w to its postings and mark it touched this step.
@@ -329,7 +329,7 @@ def _apply_delta(slots, pairs, pool, touched, st, near, near_step, side, step, x
             st[N_TOUCHED] += 1
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_len_base,
                n_ids_target, min_frequency, max_len, first_seen, progress):
     """Learn merges until ``n_ids_target`` ids exist (or no pair is frequent enough).

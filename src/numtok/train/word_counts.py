@@ -26,8 +26,8 @@ import os
 from typing import Iterator
 
 import numpy as np
-from numba import njit
 
+from .._native.jit import cached_njit
 from ..io.atomic import atomic_write
 from ..pretokenizers.patterns import resolve_pattern
 from .words import WordCounter
@@ -37,7 +37,7 @@ __all__ = ["WordCounts", "count_words"]
 FORMAT = "numtok.WordCounts/1"
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _gather_words(store, starts, lengths, order):
     """The words ``order[0], order[1], ...`` packed back to back, and their offsets."""
     n = len(order)

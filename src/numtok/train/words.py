@@ -8,10 +8,10 @@ half of a chunk and the halves are merged at the end.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .._native.intrinsics import load_u64 as _load_u64
 from .._native.intrinsics import prefetch
+from .._native.jit import cached_njit
 
 # A table row: the key, the word's index, its count and its first position. Words of up to 7
 # bytes are their own key (bytes packed little-endian, length in the top byte), so the common
@@ -23,7 +23,7 @@ _LONG_TAG = np.uint64(0xFF) << np.uint64(56)
 _LOW56 = (np.uint64(1) << np.uint64(56)) - np.uint64(1)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _word_key(data, start, end):
     n = end - start
     if n <= 7:
@@ -49,13 +49,13 @@ def _word_key(data, start, end):
     return np.int64((h & _LOW56) | _LONG_TAG)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _slot_of(key, mask):
     h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
     return np.int64((h >> np.uint64(32)) & np.uint64(mask))
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _insert_words(data, spans, counts, firsts, weighted, base_pos, begin, table, w_start, w_len, store, sizes):
     """Count spans[begin:] of ``data`` into the table; stop early when it must grow.
 
@@ -127,7 +127,7 @@ def _insert_words(data, spans, counts, firsts, weighted, base_pos, begin, table,
     return len(spans)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _rehash(old, new):
     mask = len(new) - 1
     for r in range(len(old)):

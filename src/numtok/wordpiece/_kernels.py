@@ -53,8 +53,8 @@ Performance notes
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from .._native.jit import cached_njit
 from ..train._heap import sift_down, sift_up
 
 # Flag bits of the per-code-point class table.
@@ -73,13 +73,13 @@ _FNV_PRIME = np.uint64(0x100000001B3)
 N_CP = 0x110000
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _mix(key):
     h = np.uint64(key) * _GOLD
     return h ^ (h >> np.uint64(31))
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _grow(a, need):
     """``a`` with room for at least ``need`` rows (doubling); rows past len(a) uninitialized."""
     if need <= len(a):
@@ -95,7 +95,7 @@ def _grow(a, need):
 # BERT normalization of one code point
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _normalize_one(c, flags, lmap, lexp, clean, cjk, strip, lower):
     """Normalize one code point: (n, c0, c1, c2, isolate) with n in 0..3 output code points;
     ``isolate`` marks a CJK ideograph that handle_chinese_chars pads with spaces."""
@@ -120,7 +120,7 @@ def _normalize_one(c, flags, lmap, lexp, clean, cjk, strip, lower):
     return 1, np.int64(c), 0, 0, iso
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def normalize_kernel(cps, flags, lmap, lexp, opts):
     """BertNormalizer over code points (after NFD when stripping accents): uint32 array."""
     clean, cjk, strip, lower = opts[0] != 0, opts[1] != 0, opts[2] != 0, opts[3] != 0
@@ -146,7 +146,7 @@ def normalize_kernel(cps, flags, lmap, lexp, opts):
     return out[:n].copy()
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def pre_tokenize_kernel(cps, flags, mode):
     """[start, end) code point spans of the words of ``cps`` (no normalization)."""
     spans = np.empty((len(cps), 2), np.int64)
@@ -185,7 +185,7 @@ def pre_tokenize_kernel(cps, flags, mode):
 # vocabulary trie and encoding
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _child(table, node, c):
     """Child of ``node`` by code point ``c`` in the packed trie table, or -1."""
     key = (np.int64(node) << 21) | c
@@ -200,7 +200,7 @@ def _child(table, node, c):
         s = (s + 1) & mask
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _trie_insert(table, key, value):
     mask = len(table) - 1
     s = np.int64(_mix(key) & np.uint64(mask))
@@ -209,7 +209,7 @@ def _trie_insert(table, key, value):
     table[s] = (key << 21) | value
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def build_trie(tok_cps, tok_off, tok_ids, prefix_cps):
     """Trie of the vocabulary strings over code points.
 
@@ -269,7 +269,7 @@ def build_trie(tok_cps, tok_off, tok_ids, prefix_cps):
     return trie
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _match_word(word, wl, ids, n, table, term, dense, prefix_node, unk):
     """Greedy longest-match-first WordPiece of word[:wl] into ids[n:]; returns the new n.
     Any position with no match makes the whole word ``unk`` (HF / BERT semantics)."""
@@ -308,7 +308,7 @@ def _match_word(word, wl, ids, n, table, term, dense, prefix_node, unk):
 P_NORMALIZE, P_CLEAN, P_CJK, P_STRIP, P_LOWER, P_MODE, P_UNK, P_MAX_CHARS = range(8)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def encode_kernel(cps, spec, flags, lower, trie, params):
     """Normalize, pre-tokenize and WordPiece-encode documents.
 
@@ -401,7 +401,7 @@ def encode_kernel(cps, spec, flags, lower, trie, params):
     return ids[:n].copy(), offsets
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def decode_kernel(ids, first_bytes, first_off, rest_bytes, rest_off):
     """Concatenate the decoded form of each id: its "first" form for ids[0], else its "rest"
     form (prefix removed, or a space before it). Returns uint8 UTF-8."""
@@ -427,7 +427,7 @@ def decode_kernel(ids, first_bytes, first_off, rest_bytes, rest_off):
 # training: word counting
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _hash_bytes(data, start, end):
     h = _FNV_OFFSET
     for i in range(start, end):
@@ -435,7 +435,7 @@ def _hash_bytes(data, start, end):
     return _mix(h)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _rehash_words(w_hash, n_words, size):
     slots = np.full(size, -1, np.int64)
     mask = np.uint64(size - 1)
@@ -447,7 +447,7 @@ def _rehash_words(w_hash, n_words, size):
     return slots
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _insert_word(data, s, e, slots, w_hash, w_start, w_len, w_count, store, sizes):
     """Count data[s:e] in the word table; returns False (nothing done) when a table array
     is full and must grow first."""
@@ -484,7 +484,7 @@ def _insert_word(data, s, e, slots, w_hash, w_start, w_len, w_count, store, size
         slot = (slot + np.uint64(1)) & mask
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _count_range(data, docs, flags, mode, slots, w_hash, w_start, w_len, w_count, store, sizes, state):
     """Count the words from document state[0], byte state[1] on. Returns True when done, or
     False with ``state`` at the start of a word that did not fit (the caller grows the table
@@ -533,7 +533,7 @@ def _count_range(data, docs, flags, mode, slots, w_hash, w_start, w_len, w_count
     return True
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def count_words_kernel(data, docs, flags, mode, slots, w_hash, w_start, w_len, w_count, store, sizes):
     """Pre-tokenize UTF-8 documents data[docs[i,0]:docs[i,1]] and count their words into the
     table (insertion order = first-seen order). ``sizes`` = [n_words, store bytes used] is
@@ -555,7 +555,7 @@ def count_words_kernel(data, docs, flags, mode, slots, w_hash, w_start, w_len, w
     return slots, w_hash, w_start, w_len, w_count, store
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def utf8_char_counts(store, w_start, w_len):
     """Characters of each word (UTF-8 lead bytes)."""
     out = np.empty(len(w_start), np.int64)
@@ -581,13 +581,13 @@ _LO = np.int64(0xFFFFFFFF)
 _H_SCORE, _H_FIRST, _H_PAIR, _H_VER = 0, 1, 2, 3
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _next_in(P, q, side):
     v = P[q, _NEXT]
     return ((v >> 32) if side == 0 else (v & _LO)) - 1
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _set_next(P, q, side, nq):
     v = P[q, _NEXT]
     if side == 0:
@@ -596,14 +596,14 @@ def _set_next(P, q, side, nq):
         P[q, _NEXT] = (v & ~_LO) | (nq + 1)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _score(count, fa, fb):
     if fa < 2147483648 and fb < 2147483648:
         return count / np.float64(fa * fb)
     return count / (np.float64(fa) * np.float64(fb))
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _find_pair(slots, P, key):
     mask = len(slots) - 1
     s = np.int64(_mix(key) & np.uint64(mask))
@@ -614,7 +614,7 @@ def _find_pair(slots, P, key):
         s = (s + 1) & mask
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _new_pair(slots, P, s, key, q, flags, links):
     """Row q of P becomes the pair ``key`` (found absent at slot s): no count, no occurrences."""
     slots[s] = q
@@ -628,7 +628,7 @@ def _new_pair(slots, P, s, key, q, flags, links):
     P[q, _NEXT] = links
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _rehash_pairs(P, n_pairs, size):
     slots = np.full(size, -1, np.int32)
     mask = size - 1
@@ -640,7 +640,7 @@ def _rehash_pairs(P, n_pairs, size):
     return slots
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _alive(sym, nxt, g, left, right):
     if sym[g] != left:
         return False
@@ -648,7 +648,7 @@ def _alive(sym, nxt, g, left, right):
     return h >= 0 and sym[h] == right
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _sort_occurrences(p, P, occ, sym, nxt):
     """Rewrite pair p's occurrence list as its live positions in ascending order, in place."""
     left = P[p, _KEY] >> 32
@@ -683,7 +683,7 @@ def _sort_occurrences(p, P, occ, sym, nxt):
     P[p, _FLAGS] &= ~_UNSORTED
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _first_occurrence(p, P, occ, sym, nxt):
     """Smallest live position of pair p (cached; the list head advances past dead entries)."""
     if P[p, _FIRST] >= 0:
@@ -703,7 +703,7 @@ def _first_occurrence(p, P, occ, sym, nxt):
     return np.int64(occ[r, 0])
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _add_occurrence(p, g, P, occ, n_occ):
     r = n_occ
     occ[r, 0] = g
@@ -719,7 +719,7 @@ def _add_occurrence(p, g, P, occ, n_occ):
     return n_occ + 1
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _token_slot(tslots, thash, tok_bytes, tok_off, buf, blen, h):
     """Slot of the token string buf[:blen] (hash h): holds its id, or -1 when absent."""
     mask = len(tslots) - 1
@@ -740,7 +740,7 @@ def _token_slot(tslots, thash, tok_bytes, tok_off, buf, blen, h):
         s = (s + 1) & mask
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _push(q, P, sf, occ, sym, nxt, H, hn):
     """Push pair q with its current score and first occurrence under a new version."""
     key = P[q, _KEY]
@@ -757,7 +757,7 @@ def _push(q, P, sf, occ, sym, nxt, H, hn):
 _S_PAIRS, _S_OCC, _S_LIVE, _S_HEAP, _S_TOK, _S_MERGES, _S_PENDING, _S_NEED_BYTES, _S_NEED_PAIRS = range(9)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _merge_loop(st, vocab_size, prefix_nbytes, sym, nxt, prv, wid, w_freq, sf, adj,
                 tslots, thash, tok_bytes, tok_off, buf, P, slots, occ, H, merges):
     """Learn merges until the vocabulary is full or no pair is left (returns 0), or until the
@@ -937,7 +937,7 @@ def _merge_loop(st, vocab_size, prefix_nbytes, sym, nxt, prv, wid, w_freq, sf, a
     return status
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def train_kernel(sym, word_start, w_freq, tok_bytes, tok_off, n_tok, prefix_nbytes, vocab_size):
     """Learn WordPiece merges until ``vocab_size`` distinct tokens or no pair is left.
 

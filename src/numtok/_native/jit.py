@@ -1,0 +1,300 @@
+"""Where numtok's compiled kernels are kept, and the decorator that keeps them there.
+
+Every ``@njit`` kernel of numtok is compiled on first use and its machine code saved, so
+that later processes load it instead of compiling (Numba's ``cache=True``, with three
+differences that matter to an installed package):
+
+* **Freshness covers every file a kernel depends on.** An entry is used only if all files
+  that define jitted code, and all files those import, are byte-identical to the ones it was
+  compiled from (:func:`kernel_sources`). Numba's own stamp covers one file, but numtok's
+  kernels call kernels of other files, and a caller that did not change would keep a
+  changed callee's old code after an upgrade.
+* **A read-only install still serves.** Entries are written next to the kernel modules
+  (``__pycache__``) when that is writable, else to ``$NUMTOK_JIT_CACHE``, else to
+  ``$NUMBA_CACHE_DIR/numtok``, else to the user cache directory (``~/.cache/numtok/jit``);
+  whatever the write location, the ``__pycache__`` entries are read too, so an image
+  warmed by root (``RUN numtok warmup``) serves an unprivileged user.
+* **Damage is a miss.** An unreadable or corrupt entry is compiled again and rewritten; a
+  location that cannot be written is reported once and the code kept for this process.
+
+Numba's own checks still apply on top: its version, the Python version, the CPU (code for
+one CPU is never loaded on another) and the argument types.
+
+>>> import numpy as np
+>>> @cached_njit(nogil=True)
+... def _twice(a):
+...     return a * 2
+>>> int(_twice(np.int64(21)))
+42
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+
+from numba import njit
+from numba.core import caching
+from numba.core import event as _event
+
+__all__ = ["cached_njit", "cache_locations", "describe_location", "kernel_sources", "source_digest", "set_quiet"]
+
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _resolve(path: str, level: int, module: str | None) -> list[str]:
+    """Files of the package a relative import of ``path`` may load."""
+    base = os.path.dirname(path)
+    for _ in range(level - 1):
+        base = os.path.dirname(base)
+    target = os.path.join(base, *module.split(".")) if module else base
+    return [p for p in (target + ".py", os.path.join(target, "__init__.py")) if os.path.isfile(p)]
+
+
+_JITTED = re.compile(r"^\s*(@\s*(cached_njit|njit|intrinsic)\b|\w+\s*=\s*(cached_njit|njit)\()", re.M)
+_RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.+)([\w.]*)[ \t]+import[ \t]+\(?([\w \t,]*)", re.M)
+
+
+@functools.cache
+def kernel_sources() -> tuple[str, ...]:
+    """The package files compiled code can depend on: every file defining jitted code or
+    intrinsics, and every file those import (transitively), since a kernel freezes the
+    module constants it reads."""
+    texts = {}
+    for root, dirs, files in os.walk(PACKAGE_DIR):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                with open(path, encoding="utf-8") as f:
+                    texts[path] = f.read()
+    todo = [path for path, text in texts.items() if _JITTED.search(text)]
+    seen: set[str] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for dots, module, names in _RELATIVE_IMPORT.findall(texts[path]):
+            todo += _resolve(path, len(dots), module or None)
+            for name in names.replace(",", " ").split():  # "from .x import y": y may be a module
+                todo += _resolve(path, len(dots), f"{module}.{name}" if module else name)
+    return tuple(sorted(seen))
+
+
+@functools.cache
+def source_digest() -> str:
+    """SHA-256 of :func:`kernel_sources` (paths and contents)."""
+    h = hashlib.sha256()
+    for path in kernel_sources():
+        h.update(os.path.relpath(path, PACKAGE_DIR).encode() + b"\0")
+        with open(path, "rb") as f:
+            h.update(f.read())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _writable(directory: str) -> bool:
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+        return True
+    except OSError:
+        return False
+
+
+def _user_cache_root() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "numtok", "jit")
+
+
+@functools.cache
+def cache_locations() -> tuple[str, str | None]:
+    """``(where entries are written, why)``: ``"in-tree"`` (the package's ``__pycache__``
+    folders), or a root folder holding one subfolder per package version (digest)."""
+    explicit = os.environ.get("NUMTOK_JIT_CACHE") or (
+        os.path.join(os.environ["NUMBA_CACHE_DIR"], "numtok") if os.environ.get("NUMBA_CACHE_DIR") else None
+    )
+    if explicit:
+        return explicit, "NUMTOK_JIT_CACHE" if os.environ.get("NUMTOK_JIT_CACHE") else "NUMBA_CACHE_DIR"
+    if _writable(os.path.join(PACKAGE_DIR, "__pycache__")):
+        return "in-tree", None
+    return _user_cache_root(), "the package directory is not writable"
+
+
+def _write_dir(subpackage: str) -> str:
+    where, _ = cache_locations()
+    if where == "in-tree":
+        return os.path.join(PACKAGE_DIR, subpackage, "__pycache__")
+    # One folder per source digest: two installs of different versions sharing the
+    # location do not overwrite each other's index files.
+    return os.path.join(where, source_digest()[:16], subpackage)
+
+
+def describe_location() -> str:
+    """Where compiled kernels are written, for messages."""
+    where, why = cache_locations()
+    if where == "in-tree":
+        return f"{PACKAGE_DIR}/*/__pycache__"
+    return f"{os.path.join(where, source_digest()[:16])} ({why})"
+
+
+class _Locator(caching._CacheLocator):
+    def __init__(self, py_func, py_file):
+        self._lineno = py_func.__code__.co_firstlineno
+        self.subpackage = os.path.relpath(os.path.dirname(os.path.abspath(py_file)), PACKAGE_DIR)
+        self._path = _write_dir(self.subpackage)
+
+    def ensure_cache_path(self):
+        os.makedirs(self._path, exist_ok=True)
+
+    def get_cache_path(self):
+        return self._path
+
+    def get_source_stamp(self):
+        return source_digest()
+
+    def get_disambiguator(self):
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        return cls(py_func, py_file)
+
+
+class _Impl(caching.CompileResultCacheImpl):
+    _locator_classes = [_Locator]
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        print(f"numtok: {message}", file=sys.stderr, flush=True)
+
+
+class KernelCache(caching.Cache):
+    """Numba's per-function cache with the locations, stamp and damage rules above."""
+
+    _impl_class = _Impl
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        in_tree = os.path.join(PACKAGE_DIR, self._impl.locator.subpackage, "__pycache__")
+        self._read_also = []
+        if os.path.abspath(in_tree) != os.path.abspath(self._cache_path):
+            self._read_also.append(caching.IndexDataCacheFile(in_tree, self._impl.filename_base, source_digest()))
+
+    def _load_overload(self, sig, target_context):
+        if not self._enabled:
+            return None
+        key = self._index_key(sig, target_context.codegen())
+        for cache_file in (self._cache_file, *self._read_also):
+            try:
+                data = cache_file.load(key)
+                if data is not None:
+                    return self._impl.rebuild(target_context, data)
+            except Exception:  # noqa: BLE001 - a damaged or foreign entry is a miss
+                continue
+        return None
+
+    def save_overload(self, sig, data):
+        try:
+            super().save_overload(sig, data)
+        except OSError as exc:
+            _warn_once(self._cache_path, f"cannot save compiled kernels in {self._cache_path} ({exc.strerror or exc}); "
+                       "they are kept for this process only (set NUMTOK_JIT_CACHE to a writable directory)")
+        except Exception:  # noqa: BLE001 - a damaged index: start it afresh
+            index = os.path.join(self._cache_path, self._cache_file._index_name)
+            try:
+                os.unlink(index)
+                super().save_overload(sig, data)
+            except Exception as exc:  # noqa: BLE001
+                _warn_once(self._cache_path, f"cannot save compiled kernels in {self._cache_path} ({exc})")
+
+
+def cached_njit(*args, **options):
+    """``numba.njit`` whose compiled code is kept by :class:`KernelCache`; used as
+    ``@cached_njit`` or ``@cached_njit(nogil=True, ...)``."""
+    options.pop("cache", None)
+
+    def wrap(fn):
+        dispatcher = njit(**options)(fn)
+        dispatcher._cache = KernelCache(fn)  # what Dispatcher.enable_caching does, with our cache
+        return dispatcher
+
+    if args and callable(args[0]):
+        return wrap(args[0])
+    return wrap
+
+
+# ---------------------------------------------------------------------------------------------
+# A word on stderr when a call compiles for longer than a moment, so that an interactive
+# user knows why the first call waits. Never on stdout, never when quiet.
+
+NOTICE_AFTER_SECONDS = 1.0
+_quiet = False  # set_quiet(); the environment variable NUMTOK_QUIET=1 also silences it
+_noticed = False
+
+
+def set_quiet(quiet: bool = True) -> None:
+    """Silence (or allow) the one-time "compiling" notice on stderr."""
+    global _quiet
+    _quiet = bool(quiet)
+
+
+def _interactive() -> bool:
+    try:
+        if sys.stderr is not None and sys.stderr.isatty():
+            return True
+    except (AttributeError, ValueError):
+        return False
+    return "ipykernel" in sys.modules
+
+
+class _CompileNotice(_event.Listener):
+    def __init__(self):
+        self._local = threading.local()
+
+    def on_start(self, event):
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        if depth == 0 and not _noticed and not _quiet and not os.environ.get("NUMTOK_QUIET") and _is_numtok(event):
+            self._local.timer = timer = threading.Timer(NOTICE_AFTER_SECONDS, _notice, (time.perf_counter(),))
+            timer.daemon = True
+            timer.start()
+
+    def on_end(self, event):
+        self._local.depth -= 1
+        if self._local.depth == 0:
+            timer = getattr(self._local, "timer", None)
+            if timer is not None:
+                timer.cancel()
+                self._local.timer = None
+
+
+def _is_numtok(event) -> bool:
+    dispatcher = (event.data or {}).get("dispatcher")
+    module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+    return module == "numtok" or module.startswith("numtok.")
+
+
+def _notice(started: float) -> None:
+    global _noticed
+    if _noticed or _quiet or os.environ.get("NUMTOK_QUIET") or not _interactive():
+        return
+    _noticed = True
+    print(f"numtok: compiling kernels for this machine, once (up to a minute or two the first time; "
+          f"saved in {describe_location()}). 'numtok warmup' compiles all of them ahead.", file=sys.stderr, flush=True)
+
+
+_event.register("numba:compile", _CompileNotice())

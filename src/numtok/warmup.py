@@ -1,0 +1,201 @@
+"""Compile every numtok kernel ahead of time, in parallel processes, into the kernel cache.
+
+A container image, a CI cache or a cluster worker image that runs this once never compiles
+again (``RUN numtok warmup`` in a Dockerfile, after ``pip install``). Each job below runs
+the public calls of one area on a small text, in its own process (``spawn``), so that the
+kernels they reach are compiled and saved (see :mod:`numtok._native.jit` for where). Jobs
+that reach kernels another job compiles wait for it, so nothing is compiled twice.
+
+>>> import numtok
+>>> sorted(JOBS) == sorted(j.name for j in _ORDER)
+True
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from multiprocessing import get_context
+from typing import Callable
+
+__all__ = ["warmup", "JOBS"]
+
+_SAMPLE = (
+    "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in "
+    "want of a wife. Don't—won't 12345 tokens/s, naïve café, 東京タワーは高い。한국어 텍스트 Привет, мир! "
+    "नमस्ते दुनिया \t\n\n  trailing   spaces\r\n<|endoftext|> ☃️ 🇫🇷 e\u0301 \U0001f600\n"
+)
+
+
+def _text(repeat: int = 40) -> str:
+    return "\n\n".join(f"{i} {_SAMPLE}" for i in range(repeat))
+
+
+def _encode_paths(enc) -> None:
+    """Every way a Tokenizer encodes and decodes: one string (short and long enough to be
+    streamed), batches, specials, offsets, counts, decoding."""
+    text = _text()
+    ids = enc.encode(text, allowed_special="all")
+    enc.encode_ordinary(text)
+    enc.encode_ordinary("hello")
+    enc.encode_ordinary(text * 200)  # past the chunk size: the streamed path
+    enc.encode_with_offsets(text, allowed_special="all")
+    docs = text.split("\n\n")
+    for threads in (1, 2):
+        batch = enc.encode_batch(docs, num_threads=threads, allowed_special="all")
+        enc.encode_ordinary_batch(docs, num_threads=threads)
+        enc.encode_batch(docs, num_threads=threads, offsets=True, allowed_special="all")
+        enc.decode_batch(batch, num_threads=threads)
+    enc.count_tokens(text)
+    enc.count_tokens_batch(docs)
+    enc.decode(ids)
+    enc.decode_bytes(ids)
+    enc.decode_with_offsets(ids)
+    enc.decode_tokens_bytes(ids[:10])
+
+
+def _job_encode() -> None:
+    import numtok
+
+    _encode_paths(numtok.load("cl100k_base"))
+
+
+def _job_encodings() -> None:
+    import numtok
+
+    for name in ("o200k_base", "r50k_base", "p50k_base"):
+        _encode_paths(numtok.load(name))
+    for pattern in ("gpt2", "cl100k", "o200k", r"\w+|[^\w\s]+|\s+"):
+        numtok.pretokenize(_text(), pattern)
+
+
+def _job_train() -> None:
+    import numtok
+
+    text = _text(20).splitlines(keepends=True)
+    with tempfile.TemporaryDirectory(prefix="numtok-warmup-") as tmp:
+        for pattern in ("gpt2", "cl100k", "o200k", r"\w+|[^\w\s]+|\s+"):
+            tok = numtok.train_bpe(text, 400, pattern=pattern, special_tokens=["<|endoftext|>"], show_progress=False)
+            _encode_paths(tok)
+        numtok.train_bpe(text, 400, tie_break="first-seen", min_frequency=2, max_token_length=6, show_progress=False)
+        numtok.train_bpe(text, 400, alphabet="observed", units="chars", end_of_word="</w>", unk_token="<unk>", show_progress=False)
+        counts = numtok.count_words(text) + numtok.count_words(text[:3])
+        counts.save(os.path.join(tmp, "counts.npz"))
+        tok = numtok.train_bpe_from_counts(counts, 400, show_progress=False)
+        for save, load, path in (
+            (tok.save, numtok.Tokenizer.from_file, "tokenizer.json"),
+            (tok.save_tiktoken, lambda p: numtok.Tokenizer.from_tiktoken(p, pattern="gpt2"), "t.tiktoken"),
+        ):
+            save(os.path.join(tmp, path))
+            load(os.path.join(tmp, path)).encode_ordinary(_SAMPLE)
+        numtok.train_bpe_from_counts({"low": 5, "lower": 2, "newest": 6}, 270, show_progress=False)
+
+
+def _job_wordpiece() -> None:
+    import numtok
+
+    text = _text(20).splitlines(keepends=True)
+    wp = numtok.train_wordpiece(text, 500, show_progress=False)
+    wp.encode(_SAMPLE)
+    wp.encode(_SAMPLE, add_special_tokens=True)
+    wp.decode(wp.encode_batch(text)[0])
+    wp.tokenize(_SAMPLE)
+    with tempfile.TemporaryDirectory(prefix="numtok-warmup-") as tmp:
+        path = os.path.join(tmp, "wp.json")
+        wp.save(path)
+        numtok.WordPiece.from_file(path).encode(_SAMPLE)
+
+
+def _job_arrow() -> None:
+    try:
+        import pyarrow as pa
+    except ImportError:  # the [arrow] extra is not installed: nothing of it to compile
+        return
+    import numtok
+
+    docs = _text().split("\n\n")
+    enc = numtok.load("cl100k_base")
+    for array in (pa.array(docs), pa.array(docs, pa.large_string()), pa.chunked_array([docs[:5], docs[5:]])):
+        enc.encode_batch(array, num_threads=1).to_arrow()
+        enc.encode_batch(array, num_threads=2)
+    numtok.train_bpe(pa.array(docs), 300, show_progress=False)
+
+
+@dataclass(frozen=True)
+class _Job:
+    name: str
+    run: Callable[[], None]
+    after: tuple[str, ...] = ()
+
+
+# "encode" first: every other area builds Tokenizers, which encode their own vocabulary.
+_ORDER = (
+    _Job("encode", _job_encode),
+    _Job("wordpiece", _job_wordpiece),
+    _Job("encodings", _job_encodings, ("encode",)),
+    _Job("train", _job_train, ("encode",)),
+    _Job("arrow", _job_arrow, ("encode", "train")),
+)
+JOBS: dict[str, _Job] = {j.name: j for j in _ORDER}
+
+
+def _run_job(name: str) -> tuple[str, float]:
+    from ._native import jit
+
+    jit.set_quiet(True)
+    started = time.perf_counter()
+    JOBS[name].run()
+    return name, time.perf_counter() - started
+
+
+def warmup(*, processes: int | None = None, jobs: tuple[str, ...] | None = None, quiet: bool = False) -> str:
+    """Compile numtok's kernels into the kernel cache; returns where they are kept.
+
+    Args:
+        processes: worker processes (default: the usable cores, at most the number of jobs).
+        jobs: a subset of :data:`JOBS` ("encode", "encodings", "train", "wordpiece", "arrow");
+            default all. A job's prerequisites run too.
+        quiet: no progress lines on stderr.
+
+    Later processes of this installation (and of any other with the same numtok source,
+    Numba, Python and CPU, when the cache location is shared) load the kernels instead of
+    compiling them.
+    """
+    from ._native import jit
+    from ._native.threads import cores_at_start
+
+    wanted = set(JOBS if jobs is None else jobs)
+    unknown = wanted - set(JOBS)
+    if unknown:
+        raise ValueError(f"unknown warmup job(s) {sorted(unknown)}; the jobs are {list(JOBS)}")
+    todo = [j for j in _ORDER if j.name in wanted or any(j.name in JOBS[w].after for w in wanted)]
+    if processes is None:
+        processes = cores_at_start()
+    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+        raise ValueError(f"processes must be a positive int, not {processes!r}")
+    location = jit.describe_location()
+    say = (lambda msg: None) if quiet else (lambda msg: print(f"numtok warmup: {msg}", file=sys.stderr, flush=True))
+    say(f"compiling {len(todo)} job(s) in {min(processes, len(todo))} process(es) into {location}")
+    started = time.perf_counter()
+    done: set[str] = set()
+    pending = list(todo)
+    with ProcessPoolExecutor(max_workers=min(processes, len(todo)), mp_context=get_context("spawn")) as pool:
+        running: dict = {}
+        while pending or running:
+            for job in [j for j in pending if all(a in done or a not in {t.name for t in todo} for a in j.after)]:
+                if len(running) >= processes:
+                    break
+                pending.remove(job)
+                running[pool.submit(_run_job, job.name)] = job.name
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                name, seconds = future.result()
+                del running[future]
+                done.add(name)
+                say(f"{name} done in {seconds:.1f} s")
+    say(f"all kernels compiled in {time.perf_counter() - started:.1f} s; cached in {location}")
+    return location

@@ -1,0 +1,268 @@
+"""The kernel cache (numtok._native.jit) and warm-up (numtok.warmup), in fresh processes started
+as users start them: a cold cache compiles, a warm one loads, damage and unwritable locations
+never break a call, a read-only install still serves, a changed source is never served stale,
+the compile notice goes to an interactive stderr only, and after ``warmup`` nothing compiles."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pty
+import select
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import numtok
+from numtok._native import jit
+
+SRC = Path(numtok.__file__).resolve().parent.parent
+
+# One small kernel, called the way the package calls it; the child reports what Numba did.
+_PROBE = """
+import json, numpy as np
+from numtok._native import jit, utf8
+value = utf8.utf8_error_offset(np.frombuffer(b"ab\\xff", np.uint8))
+stats = utf8._utf8_error_offset.stats
+print(json.dumps({"value": value, "hits": sum(stats.cache_hits.values()), "misses": sum(stats.cache_misses.values()),
+                  "location": jit.describe_location(), "path": stats.cache_path}))
+"""
+
+
+def _env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "NUMTOK_JIT_CACHE", "NUMTOK_QUIET")}
+    env["PYTHONPATH"] = str(extra.pop("pythonpath", SRC))
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def _probe(env: dict) -> tuple[dict, str]:
+    out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, cwd="/")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+def test_cold_compiles_then_warm_loads(tmp_path):
+    env = _env(NUMTOK_JIT_CACHE=tmp_path / "cache")
+    cold, _ = _probe(env)
+    warm, _ = _probe(env)
+    assert cold["value"] == warm["value"] == 2
+    assert (cold["hits"], cold["misses"]) == (0, 1)
+    assert (warm["hits"], warm["misses"]) == (1, 0)
+    assert cold["path"].startswith(str(tmp_path / "cache"))
+    # NUMBA_CACHE_DIR, when the user set one, holds numtok's kernels too (in a numtok folder).
+    numba_env = _env(NUMBA_CACHE_DIR=tmp_path / "numba")
+    assert _probe(numba_env)[0]["path"].startswith(str(tmp_path / "numba" / "numtok"))
+
+
+def test_damaged_entries_are_compiled_again_and_rewritten(tmp_path):
+    env = _env(NUMTOK_JIT_CACHE=tmp_path)
+    _probe(env)
+    files = [p for p in tmp_path.rglob("*") if p.suffix in (".nbi", ".nbc")]
+    assert files
+    for damage in (b"", b"garbage", b"\x80\x04\x95 not a pickle"):
+        for path in files:
+            path.write_bytes(damage)
+        result, err = _probe(env)
+        assert result["value"] == 2 and result["misses"] == 1, err
+        assert "Traceback" not in err
+        again, _ = _probe(env)  # the compile rewrote the entry
+        assert (again["hits"], again["misses"]) == (1, 0)
+
+
+def test_unwritable_location_warns_once_and_still_works(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    result, err = _probe(_env(NUMTOK_JIT_CACHE=blocker / "cache"))
+    assert result["value"] == 2
+    assert err.count("numtok: cannot save compiled kernels") == 1, err
+
+
+def _copy_package(root: Path) -> Path:
+    site = root / "site"
+    shutil.copytree(SRC / "numtok", site / "numtok", ignore=shutil.ignore_patterns("__pycache__"))
+    return site
+
+
+@contextlib.contextmanager
+def _read_only(directory: Path):
+    """``directory`` made read-only as an installation can be: a read-only bind mount (root),
+    else plain permissions (another user)."""
+    if os.geteuid() != 0:
+        subprocess.run(["chmod", "-R", "a-w", str(directory)], check=True)
+        try:
+            yield
+        finally:
+            subprocess.run(["chmod", "-R", "u+w", str(directory)], check=True)
+        return
+    mounted = subprocess.run(["mount", "--bind", str(directory), str(directory)], capture_output=True).returncode == 0
+    if mounted and subprocess.run(["mount", "-o", "remount,bind,ro", str(directory)], capture_output=True).returncode != 0:
+        subprocess.run(["umount", str(directory)], check=True)
+        mounted = False
+    if not mounted:
+        pytest.skip("cannot make a read-only directory here (no bind mounts)")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", str(directory)], check=True)
+
+
+def test_read_only_install_is_read_and_user_cache_written(tmp_path):
+    """An image warmed at build time (package directory writable then) serves a run where it
+    is read-only; kernels compiled then go to the user cache directory."""
+    site = _copy_package(tmp_path)
+    warm, _ = _probe(_env(pythonpath=site))
+    assert warm["location"].startswith(str(site / "numtok"))
+    home = tmp_path / "home"
+    with _read_only(site):
+        result, err = _probe(_env(pythonpath=site, XDG_CACHE_HOME=home))
+    assert result["value"] == 2 and (result["hits"], result["misses"]) == (1, 0), err
+    assert result["location"].startswith(str(home / "numtok" / "jit")), result
+    assert "not writable" in result["location"]
+    assert "cannot save" not in err
+
+
+def test_changed_source_is_never_served_stale(tmp_path):
+    site = _copy_package(tmp_path)
+    env = _env(pythonpath=site)
+    _probe(env)
+    assert _probe(env)[0]["hits"] == 1
+    # A change in another file than the kernel's (kernels call kernels across files).
+    with open(site / "numtok" / "encode" / "engine.py", "a") as f:
+        f.write("\n# changed\n")
+    result, _ = _probe(env)
+    assert (result["hits"], result["misses"]) == (0, 1)
+
+
+_NOTICE = """
+import numpy as np
+from numtok._native import jit, utf8
+jit.NOTICE_AFTER_SECONDS = 0.01
+utf8.utf8_error_offset(np.frombuffer(b"ab", np.uint8))
+print("done")
+"""
+
+
+def _run_with_tty_stderr(env) -> tuple[str, str]:
+    """stdout (a pipe) and stderr (a terminal) of a child compiling one kernel."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", _NOTICE], env=env, stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    err = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 120)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        err += chunk
+    out = proc.stdout.read()
+    proc.wait()
+    os.close(master)
+    return out, err.decode()
+
+
+def test_compile_notice_on_interactive_stderr_only(tmp_path):
+    out, err = _run_with_tty_stderr(_env(NUMTOK_JIT_CACHE=tmp_path / "a"))
+    assert out.strip() == "done"
+    assert err.count("numtok: compiling kernels for this machine") == 1, err
+    assert str(tmp_path / "a") in err
+    out, err = _run_with_tty_stderr(_env(NUMTOK_JIT_CACHE=tmp_path / "b", NUMTOK_QUIET=1))
+    assert "compiling" not in err
+    # Not a terminal (a pipeline): nothing.
+    piped = subprocess.run([sys.executable, "-c", _NOTICE], env=_env(NUMTOK_JIT_CACHE=tmp_path / "c"), capture_output=True, text=True)
+    assert piped.returncode == 0 and "compiling" not in piped.stderr + piped.stdout
+
+
+def test_warmup_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="unknown warmup job.*'nope'"):
+        numtok.warmup(jobs=("nope",))
+    with pytest.raises(ValueError, match="processes must be a positive int"):
+        numtok.warmup(processes=0)
+
+
+_AFTER_WARMUP = """
+import json, sys
+import numtok
+from numba.core import event
+compiled = []
+class Listener(event.Listener):
+    def on_start(self, e):
+        f = e.data["dispatcher"].py_func
+        if f.__module__.startswith("numtok"):
+            compiled.append(f.__module__ + "." + f.__qualname__)
+    def on_end(self, e):
+        pass
+event.register("numba:compile", Listener())
+from numtok.warmup import JOBS
+for name in sys.argv[1:]:
+    JOBS[name].run()
+print(json.dumps(compiled))
+"""
+
+
+def _compiled_by(jobs: list[str], env: dict) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", _AFTER_WARMUP, *jobs], env=env, capture_output=True, text=True, cwd="/")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_after_warmup_the_wordpiece_area_compiles_nothing():
+    # The default location (the checkout's __pycache__, warm when other tests ran): cheap.
+    env = _env()
+    done = subprocess.run([sys.executable, "-m", "numtok.cli", "warmup", "--jobs", "wordpiece", "--processes", "1"],
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == subprocess.run([sys.executable, "-c", "from numtok._native import jit; print(jit.describe_location())"],
+                                                 env=env, capture_output=True, text=True).stdout.strip()
+    assert "wordpiece done" in done.stderr
+    assert _compiled_by(["wordpiece"], env) == []
+
+
+@pytest.mark.slow
+def test_after_a_full_warmup_nothing_compiles_and_every_kernel_is_cached(tmp_path):
+    env = _env(NUMTOK_JIT_CACHE=tmp_path)
+    done = subprocess.run([sys.executable, "-m", "numtok.cli", "warmup"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    from numtok.warmup import JOBS
+
+    assert _compiled_by(list(JOBS), env) == []
+    # Every cached kernel of the package has an index entry: warmup reached it.
+    listing = subprocess.run([sys.executable, "-c", _LIST_KERNELS], env=env, capture_output=True, text=True)
+    assert listing.returncode == 0, listing.stderr
+    missing = [name for name, has_entry in json.loads(listing.stdout) if not has_entry]
+    assert missing == []
+
+
+_LIST_KERNELS = """
+import importlib, json, os, pkgutil
+import numtok
+from numtok._native.jit import KernelCache
+found = []
+for info in pkgutil.walk_packages(numtok.__path__, "numtok."):
+    if info.name in ("numtok.dask", "numtok.io.arrow", "numtok.encode.arrow", "numtok.io.parquet"):
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:
+            continue
+    module = importlib.import_module(info.name)
+    for value in vars(module).values():
+        cache = getattr(value, "_cache", None)
+        if isinstance(cache, KernelCache) and value.py_func.__module__ == info.name:
+            index = os.path.join(cache.cache_path, cache._cache_file._index_name)
+            found.append((info.name + "." + value.py_func.__qualname__, os.path.exists(index)))
+print(json.dumps(sorted(set(found))))
+"""
+
+
+def test_kernel_cache_location_is_described():
+    assert jit.describe_location()
+    assert len(jit.source_digest()) == 64
