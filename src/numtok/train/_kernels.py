@@ -568,7 +568,7 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
 # continued training: a merge list applied to words in order
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _merge_index(left, right):
     """Open-addressing table (pair key -> its first merge) and, per merge, the next merge of
     the same pair (a list may hold a pair twice: a re-used id can make it again)."""
@@ -587,7 +587,7 @@ def _merge_index(left, right):
     return slots, nxt
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _next_merge(slots, nxt, left, right, a, b, floor):
     """The first merge of the pair (a, b) at index >= floor, or len(left)."""
     key = (np.int64(a) << 32) | np.int64(b)
@@ -604,7 +604,7 @@ def _next_merge(slots, nxt, left, right, a, b, floor):
         s = (s + 1) & mask
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _replay_merges(sym, w_start, w_len, left, right, result):
     """Apply merges 0, 1, 2, ... in order to every word, each to all its occurrences left to
     right, exactly as training does (in place: ``sym`` is rewritten, ``w_len`` shrinks).
