@@ -5,9 +5,10 @@
     python benchmarks/compile_times.py --scenarios demo --top 40
     python benchmarks/compile_times.py --scenarios load_encode,train --repeat 3
 
-Each scenario runs in a fresh interpreter twice: ``cold`` with an empty Numba cache directory
-(what a new container, CI job or cluster worker pays) and ``warm`` with the cache the cold run
-left (every later run). Cold runs record Numba's compile events; the table gives, per jitted
+Each scenario runs in a fresh interpreter twice, on a fresh copy of the package (no compiled
+kernels beside it) with NUMTOK_JIT_CACHE, NUMBA_CACHE_DIR and NUMTOK_CACHE_DIR in a new
+temporary directory: ``cold`` first (what a new install, container, CI job or cluster worker
+pays), then ``warm`` with the cache the cold run left (every later run). Cold runs record Numba's compile events; the table gives, per jitted
 function, how many signatures were compiled and the seconds spent in it *exclusively* (a
 kernel's time without the functions it compiled on the way), split into type inference, the
 other Numba passes (inlining, rewrites, lowering to LLVM IR) and LLVM (optimisation and machine
@@ -98,8 +99,20 @@ print(json.dumps({"total": total, "stats": stats, "sigs": sigs}))
 """
 
 
+def fresh_install(root: str) -> str:
+    """A copy of the numtok package this script imports, without compiled kernels, under
+    ``root``; returns the directory to put on PYTHONPATH."""
+    import numtok
+
+    site = os.path.join(root, "site")
+    shutil.copytree(os.path.dirname(numtok.__file__), os.path.join(site, "numtok"), ignore=shutil.ignore_patterns("__pycache__"))
+    return site
+
+
 def run(code: str, cache_dir: str) -> dict:
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    site = os.path.join(cache_dir, "site")
+    env = dict(os.environ, NUMTOK_JIT_CACHE=os.path.join(cache_dir, "jit"), NUMBA_CACHE_DIR=os.path.join(cache_dir, "jit"),
+               NUMTOK_CACHE_DIR=os.path.join(cache_dir, "tables"), PYTHONPATH=os.pathsep.join([site, os.environ.get("PYTHONPATH", "")]))
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", _CHILD, code], env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -121,6 +134,7 @@ def main() -> None:
         colds, warms, runs = [], [], []
         for _ in range(args.repeat):
             cache = tempfile.mkdtemp(prefix="numtok-cold-cache-")
+            fresh_install(cache)
             try:
                 runs.append(run(SCENARIOS[name], cache))
                 warms.append(run(SCENARIOS[name], cache)["wall"])

@@ -46,8 +46,15 @@ def _probe(env: dict) -> tuple[dict, str]:
     return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
 
 
+def _copy_package(root: Path) -> Path:
+    site = root / "site"
+    shutil.copytree(SRC / "numtok", site / "numtok", ignore=shutil.ignore_patterns("__pycache__"))
+    return site
+
+
 def test_cold_compiles_then_warm_loads(tmp_path):
-    env = _env(NUMTOK_JIT_CACHE=tmp_path / "cache")
+    site = _copy_package(tmp_path)
+    env = _env(pythonpath=site, NUMTOK_JIT_CACHE=tmp_path / "cache")
     cold, _ = _probe(env)
     warm, _ = _probe(env)
     assert cold["value"] == warm["value"] == 2
@@ -55,14 +62,39 @@ def test_cold_compiles_then_warm_loads(tmp_path):
     assert (warm["hits"], warm["misses"]) == (1, 0)
     assert cold["path"].startswith(str(tmp_path / "cache"))
     # NUMBA_CACHE_DIR, when the user set one, holds numtok's kernels too (in a numtok folder).
-    numba_env = _env(NUMBA_CACHE_DIR=tmp_path / "numba")
+    numba_env = _env(pythonpath=site, NUMBA_CACHE_DIR=tmp_path / "numba")
     assert _probe(numba_env)[0]["path"].startswith(str(tmp_path / "numba" / "numtok"))
 
 
+_SPAWNED = """
+import json, multiprocessing as mp, numpy as np
+
+def work(_):
+    from numtok._native import utf8
+    utf8.utf8_error_offset(np.frombuffer(b"ab", np.uint8))
+    stats = utf8._utf8_error_offset.stats
+    return sum(stats.cache_hits.values()), sum(stats.cache_misses.values())
+
+if __name__ == "__main__":
+    work(0)  # the parent compiles
+    with mp.get_context("spawn").Pool(2) as pool:
+        print(json.dumps(pool.map(work, range(2))))
+"""
+
+
+def test_spawned_workers_load_what_the_parent_compiled(tmp_path):
+    script = tmp_path / "spawned.py"
+    script.write_text(_SPAWNED)
+    env = _env(pythonpath=_copy_package(tmp_path), NUMTOK_JIT_CACHE=tmp_path / "cache")
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [[1, 0], [1, 0]]
+
+
 def test_damaged_entries_are_compiled_again_and_rewritten(tmp_path):
-    env = _env(NUMTOK_JIT_CACHE=tmp_path)
+    env = _env(pythonpath=_copy_package(tmp_path), NUMTOK_JIT_CACHE=tmp_path / "cache")
     _probe(env)
-    files = [p for p in tmp_path.rglob("*") if p.suffix in (".nbi", ".nbc")]
+    files = [p for p in (tmp_path / "cache").rglob("*") if p.suffix in (".nbi", ".nbc")]
     assert files
     for damage in (b"", b"garbage", b"\x80\x04\x95 not a pickle"):
         for path in files:
@@ -77,15 +109,9 @@ def test_damaged_entries_are_compiled_again_and_rewritten(tmp_path):
 def test_unwritable_location_warns_once_and_still_works(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    result, err = _probe(_env(NUMTOK_JIT_CACHE=blocker / "cache"))
+    result, err = _probe(_env(pythonpath=_copy_package(tmp_path), NUMTOK_JIT_CACHE=blocker / "cache"))
     assert result["value"] == 2
     assert err.count("numtok: cannot save compiled kernels") == 1, err
-
-
-def _copy_package(root: Path) -> Path:
-    site = root / "site"
-    shutil.copytree(SRC / "numtok", site / "numtok", ignore=shutil.ignore_patterns("__pycache__"))
-    return site
 
 
 @contextlib.contextmanager
@@ -171,14 +197,15 @@ def _run_with_tty_stderr(env) -> tuple[str, str]:
 
 
 def test_compile_notice_on_interactive_stderr_only(tmp_path):
-    out, err = _run_with_tty_stderr(_env(NUMTOK_JIT_CACHE=tmp_path / "a"))
+    site = _copy_package(tmp_path)
+    out, err = _run_with_tty_stderr(_env(pythonpath=site, NUMTOK_JIT_CACHE=tmp_path / "a"))
     assert out.strip() == "done"
     assert err.count("numtok: compiling kernels for this machine") == 1, err
     assert str(tmp_path / "a") in err
-    out, err = _run_with_tty_stderr(_env(NUMTOK_JIT_CACHE=tmp_path / "b", NUMTOK_QUIET=1))
+    out, err = _run_with_tty_stderr(_env(pythonpath=site, NUMTOK_JIT_CACHE=tmp_path / "b", NUMTOK_QUIET=1))
     assert "compiling" not in err
     # Not a terminal (a pipeline): nothing.
-    piped = subprocess.run([sys.executable, "-c", _NOTICE], env=_env(NUMTOK_JIT_CACHE=tmp_path / "c"), capture_output=True, text=True)
+    piped = subprocess.run([sys.executable, "-c", _NOTICE], env=_env(pythonpath=site, NUMTOK_JIT_CACHE=tmp_path / "c"), capture_output=True, text=True)
     assert piped.returncode == 0 and "compiling" not in piped.stderr + piped.stdout
 
 
@@ -229,7 +256,7 @@ def test_after_warmup_the_wordpiece_area_compiles_nothing():
 
 @pytest.mark.slow
 def test_after_a_full_warmup_nothing_compiles_and_every_kernel_is_cached(tmp_path):
-    env = _env(NUMTOK_JIT_CACHE=tmp_path)
+    env = _env(pythonpath=_copy_package(tmp_path), NUMTOK_JIT_CACHE=tmp_path / "cache")
     done = subprocess.run([sys.executable, "-m", "numtok.cli", "warmup"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     from numtok.warmup import JOBS
@@ -248,12 +275,12 @@ import numtok
 from numtok._native.jit import KernelCache
 found = []
 for info in pkgutil.walk_packages(numtok.__path__, "numtok."):
-    if info.name in ("numtok.dask", "numtok.io.arrow", "numtok.encode.arrow", "numtok.io.parquet"):
-        try:
-            module = importlib.import_module(info.name)
-        except ImportError:
-            continue
-    module = importlib.import_module(info.name)
+    if info.name.endswith("__main__"):
+        continue
+    try:
+        module = importlib.import_module(info.name)
+    except ImportError:  # an optional extra (dask, pyarrow) that is not installed
+        continue
     for value in vars(module).values():
         cache = getattr(value, "_cache", None)
         if isinstance(cache, KernelCache) and value.py_func.__module__ == info.name:

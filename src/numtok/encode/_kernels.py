@@ -167,7 +167,7 @@ def _table_bits(tab):
     return bits
 
 
-@njit(inline="always")
+@cached_njit(nogil=True, _nrt=False)
 def _find_key(tab, ext, bits, tok_bytes, tok_off, a, s, n, k0, h):
     """Token id whose key equals the n bytes at a[s:], or -1.
 
@@ -381,7 +381,7 @@ def build_tables(tok_bytes, tok_off, ids, key_lens, byte_id, lefts, rights, prio
     return tok_tab, dup, ptab, byte_pair_table(byte_id, ptab)
 
 
-@njit(inline="always")
+@cached_njit(nogil=True, _nrt=False)
 def _insert_pair(tab, bits, left, right, pri):
     """Insert or overwrite; returns 1 if the pair is new."""
     mask = (1 << bits) - 1
@@ -442,7 +442,7 @@ def rank_pair_table(tok_bytes, tok_off, tok_tab, ids):
 # merging one piece
 
 
-@njit(inline="always")
+@cached_njit(nogil=True, _nrt=False)
 def _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of):
     """tiktoken's O(n*m) loop: merge the lowest-priority, leftmost pair until none is left."""
     for i in range(n - 1):
@@ -450,7 +450,7 @@ def _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of):
     return _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of)
 
 
-@njit(inline="always")
+@cached_njit(nogil=True, _nrt=False)
 def _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of):
     """The merge loop of _merge_small, once pp holds the priorities of the first round.
 
@@ -557,7 +557,7 @@ def _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, max_pri
     return m
 
 
-@njit(inline="always")
+@cached_njit(nogil=True, _nrt=False)
 def _initial_symbols(data, s, L, units, byte_id, tok_bytes, tok_off, tok_tab, tbits, unk_id, eow_id, sym):
     """Write the initial symbols of the piece at s into sym; return their count, or
     -1 - position of a byte that has no token."""
@@ -597,7 +597,7 @@ def _initial_symbols(data, s, L, units, byte_id, tok_bytes, tok_off, tok_tab, tb
     return n
 
 
-@njit(inline="always")
+@cached_njit(nogil=True, _nrt=False)
 def _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, pfilter, fbits, res_of):
     """_merge_small for a piece whose symbols are its bytes: the first round reads ``bp``."""
     for i in range(n - 1):
@@ -640,7 +640,7 @@ def _words(n):
     return (n + 7) >> 3
 
 
-@njit(inline="always")
+@cached_njit(nogil=True, _nrt=False)
 def _arena_find(cache, index, bits, dbase, data, s, L, h):
     """Start of the arena entry of the L bytes at data[s:] (hash h), or -1. The tag in the
     index only skips most other pieces: the bytes are always compared."""
@@ -678,7 +678,7 @@ def _arena_lookup(cache, index, bits, dbase, data, s, L, h, out, k):
     return k + m
 
 
-@njit(inline="always")
+@cached_njit(nogil=True, _nrt=False)
 def _arena_index_add(cache, index, bits, h, at):
     """Point the index at the entry at data offset ``at`` (hash h)."""
     mask = (_U1 << np.uint64(bits + ARENA_INDEX_SHIFT)) - _U1
@@ -688,7 +688,7 @@ def _arena_index_add(cache, index, bits, h, at):
     cache[_u(index) + slot] = (h << _U32) | np.uint64(at + 1)
 
 
-@njit(inline="always")
+@cached_njit(nogil=True, _nrt=False)
 def _arena_reserve(cache, index, bits, head, need):
     """Data offset of ``need`` free words for one more entry; when the data is full or the
     index 3/4 full, everything is forgotten first."""
@@ -726,7 +726,7 @@ def _arena_store(cache, index, bits, head, dbase, data, s, L, h, sym, n, lslot):
     _arena_index_add(cache, index, bits, h, at)
 
 
-@njit(inline="always")
+@cached_njit(nogil=True, _nrt=False)
 def _long_put(cache, lslot, data, s, L, m, sym, n):
     """Write the long-region entry at lslot: the piece's bytes, m << 8 | L, and the n ids."""
     for q in range(8):

@@ -76,7 +76,7 @@ from .._native.jit import cached_njit
 from .._native.threads import usable_cores
 from ._unicode import BIT_CRLF, BIT_L, BIT_N, BIT_O, BIT_S, BIT_U, BIT_W, class_table
 
-__all__ = ["has_scanner", "split_named", "scan_whole", "warmup", "SCANNER_NAMES", "SCANNER_IDS"]
+__all__ = ["has_scanner", "split_named", "scan_whole", "SCANNER_NAMES", "SCANNER_IDS"]
 
 _L = np.uint8(BIT_L)
 _N = np.uint8(BIT_N)
@@ -1015,13 +1015,3 @@ def split_named(data: np.ndarray, docs: np.ndarray, name: str, num_threads: int 
     if len(groups) <= 1:
         return _scan(kernel, data, docs, flags)
     return _scan_parallel(kernel, data, groups, flags)
-
-
-def warmup() -> None:
-    """Compile (or load from Numba's cache) every kernel, on a tiny input."""
-    data = np.frombuffer("It's 2024: 'LL ok\u0301 中文ABC\r\n  x".encode(), dtype=np.uint8)
-    docs = np.array([[0, len(data)]], dtype=np.int64)
-    for kernel in (_split_gpt2, _split_cl100k, _split_o200k):
-        _scan(kernel, data, docs, class_table())
-    _cut_points(data, 0, len(data), 4, 4)
-    _move_rows_down(np.zeros((2, 2), dtype=np.int64), 0, 1, 1)
