@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numtok
 
-from .common import TrainingSuite
+from .common import TrainingSuite, corpus_path, warm_up_bpe
 
 
 class TrainBPE(TrainingSuite):
@@ -35,3 +35,25 @@ class TrainFirstCall:
 
 def peakmem_reference():
     """Memory of the benchmark process itself, to subtract from peakmem_train."""
+
+
+class ContinueBPE:
+    """Continued training: 2,000 merges on top of o200k_base (loaded in setup) on the 10 MB
+    corpus; compare with TrainBPE (benchmarks/compare_continue.py times both on 100 MB)."""
+
+    timeout = 900
+    number = 1
+    repeat = 3
+
+    def setup(self):
+        self.path = corpus_path(10)
+        warm_up_bpe()
+        tiny = numtok.train_bpe(["warm up continued training, warm up"] * 4, 300)
+        numtok.train_bpe(["warm up continued training, warm up"] * 4, 310, base=tiny)
+        self.base = numtok.load("o200k_base")
+
+    def time_continue_o200k(self):
+        numtok.train_bpe(self.path, self.base.n_vocab + 2000, base=self.base)
+
+    def peakmem_continue_o200k(self):
+        numtok.train_bpe(self.path, self.base.n_vocab + 2000, base=self.base)

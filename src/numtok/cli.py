@@ -118,8 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE", help="training text (.txt, .jsonl, .gz, .parquet)")
     p.add_argument("--vocab-size", type=_positive_int, required=True, metavar="N",
                    help="final vocabulary size, special tokens included")
-    p.add_argument("--pattern", default="gpt2",
-                   help="pre-tokenizer: gpt2 (default), r50k, cl100k, o200k, or a regex")
+    p.add_argument("--pattern", default=None,
+                   help="pre-tokenizer: gpt2 (default), r50k, cl100k, o200k, or a regex (with --base: the base's)")
+    p.add_argument("--base", default=None, metavar="NAME_OR_PATH",
+                   help="continue training this tokenizer (a bundled encoding such as o200k_base, a tokenizer.json or "
+                   ".tiktoken file): its tokens and merges keep their ids, new ones follow; --vocab-size is the final size")
     p.add_argument("--special-token", action="append", default=[], metavar="TOK", dest="special_tokens",
                    help="a special token (repeatable); they take the first ids, in order")
     p.add_argument("--min-frequency", type=_non_negative_int, default=0, metavar="N",
@@ -388,11 +391,14 @@ def cmd_train(args) -> int:
     _check_inputs(args.files)
     fmt = _infer_format(args.output, args.format)
     _check_output_dir(args.output, is_dir=fmt == "gpt2")
-    patterns.resolve_pattern(args.pattern)  # a bad pattern fails now, not after reading the corpus
+    if args.pattern is not None:
+        patterns.resolve_pattern(args.pattern)  # a bad pattern fails now, not after reading the corpus
     options = dict(
         pattern=args.pattern, special_tokens=args.special_tokens, min_frequency=args.min_frequency,
         max_token_length=args.max_token_length, show_progress=_progress_enabled(args), num_threads=args.threads,
     )  # fmt: skip
+    if args.base is not None:
+        options["base"] = load_tokenizer(args.base)
     source = list(args.files)
     if args.field != "text":
         if "field" in inspect.signature(trainer.train_bpe).parameters:

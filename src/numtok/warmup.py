@@ -98,6 +98,15 @@ def _job_train() -> None:
             save(os.path.join(tmp, path))
             load(os.path.join(tmp, path)).encode_ordinary(_SAMPLE)
         numtok.train_bpe_from_counts({"low": 5, "lower": 2, "newest": 6}, 270, show_progress=False)
+        # Continued training: on a trained base (the encoder splits the words), and on a base whose
+        # merge list makes a token twice (the list is replayed in order: train/_kernels.py).
+        numtok.train_bpe(text, 420, base=tok, show_progress=False)
+        vocab = {bytes([b]): b for b in range(256)}
+        merges = [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c"), (b"a", b"bc")]
+        for a, b in merges:
+            vocab.setdefault(a + b, len(vocab))
+        base = numtok.Tokenizer(vocab, merges=merges, pattern="gpt2")
+        numtok.train_bpe(text, base.n_vocab + 20, base=base, show_progress=False)
 
 
 def _job_wordpiece() -> None:

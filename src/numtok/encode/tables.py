@@ -22,8 +22,11 @@ from .special import SpecialMatcher
 
 def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_tokens=None, name=None,
     units="bytes", unk_token=None, end_of_word=None, ignore_merges=False, mergeable_dict=None, prebuilt=None,
+    merge_ids=None,
 ):  # fmt: skip
-    """Build every table. ``prebuilt``: arrays from :func:`table_state` (rank mode)."""
+    """Build every table. ``prebuilt``: arrays from :func:`table_state` (rank mode).
+    ``merge_ids``: (left, right, result) ids of the merges (merge mode; ``merges`` is then only
+    told apart from None: the list of bytes pairs is made from the ids when asked for)."""
     if units not in ("bytes", "chars"):
         raise ValueError(f"units must be 'bytes' or 'chars', not {units!r}")
     pattern_name, pattern_string = resolve_pattern(pattern)
@@ -123,13 +126,20 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
     # Token table, pair table (rank mode: from every split of every token into two
     # tokens; merge mode: from the merge list) and byte-pair table, in one kernel.
     tok._rank_mode = merges is None
+    tok._merge_id_arrays = None
     if merges is None:
         lefts = rights = priorities = np.zeros(0, dtype=np.int64)
         tok._res_of = np.zeros(0, dtype=np.int32)  # a merge's priority is the id it makes
         tok._merges_list = None
+    elif merge_ids is not None:
+        lefts, rights, results = (np.ascontiguousarray(a, dtype=np.int64) for a in merge_ids)
+        tok._res_of = results.astype(np.int32)
+        tok._merges_list = None  # made from the ids when asked for (Tokenizer.merges)
     else:
         lefts, rights, tok._res_of, tok._merges_list = merge_pairs(merges, mergeable_dict)
+    if merges is not None:
         priorities = np.arange(len(lefts), dtype=np.int64)
+        tok._merge_id_arrays = (lefts, rights, tok._res_of.astype(np.int64))
     if prebuilt is not None and tok._rank_mode and unk_token is None:
         tok._tok_tab, dup, tok._pair_tab, tok._bp = prebuilt["tok_tab"], -1, prebuilt["pair_tab"], prebuilt["bp"]
     else:

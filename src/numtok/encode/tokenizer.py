@@ -76,8 +76,9 @@ class Tokenizer:
     _special_tokens: dict[str, int]
     _special_lookup: Any  # special.SpecialMatcher
     _rank_mode: bool  # tiktoken's rule (no merge list) rather than HF's
-    _merges_list: list[tuple[bytes, bytes]] | None
+    _merges_list: list[tuple[bytes, bytes]] | None  # None: rank mode, or made from the ids on demand
     _merges_cache: list[tuple[bytes, bytes]] | None
+    _merge_id_arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # (left, right, result) ids
     _vocab_cache: dict[bytes, int] | None
     _pickle_by_name: tuple | None
     _split_pattern: str
@@ -241,11 +242,20 @@ class Tokenizer:
         if self._merges_list is not None:
             return list(self._merges_list)
         if self._merges_cache is None:
+            left, right, _ = self._merge_ids()
+            raw = self._tok_bytes.tobytes()
+            off = self._tok_off.tolist()
+            self._merges_cache = [(raw[off[a] : off[a + 1]], raw[off[b] : off[b + 1]]) for a, b in zip(left.tolist(), right.tolist())]
+        return list(self._merges_cache)
+
+    def _merge_ids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(left ids, right ids, result ids) of :attr:`merges`, in order (int64; do not modify)."""
+        if self._merge_id_arrays is None:  # rank mode: derived once
             order = self._mergeable_ids
             left, right = _k.derive_merges(self._tok_bytes, self._tok_off, self._byte_id, self._pair_tab, order)
             has = np.flatnonzero(left >= 0)
-            self._merges_cache = [(self._token_bytes(int(left[i])), self._token_bytes(int(right[i]))) for i in has]
-        return list(self._merges_cache)
+            self._merge_id_arrays = (left[has].astype(np.int64), right[has].astype(np.int64), order[has].astype(np.int64))
+        return self._merge_id_arrays
 
     def __repr__(self) -> str:
         mode = "ranks" if self._rank_mode else "merges"
@@ -588,7 +598,7 @@ class Tokenizer:
             "tok_bytes": np.asarray(self._tok_bytes).copy(),
             "tok_off": self._tok_off,
             "mergeable_ids": self._mergeable_ids,
-            "merges": self._merges_list,
+            "merges": None if self._rank_mode else self.merges,
             "pattern": self.pattern,
             "special_tokens": self._special_tokens,
             "name": self.name,

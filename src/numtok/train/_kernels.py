@@ -570,3 +570,83 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
     progress[6] = len(pool)
     progress[7] = len(pairs)
     return merge_left[:n_merges].copy(), merge_right[:n_merges].copy(), merge_new[:n_merges].copy(), n_merges, n_ids
+
+
+# ----------------------------------------------------------------------------------------------
+# continued training: a merge list applied to words in order
+
+
+@cached_njit(nogil=True)
+def _merge_index(left, right):
+    """Open-addressing table (pair key -> its first merge) and, per merge, the next merge of
+    the same pair (a list may hold a pair twice: a re-used id can make it again)."""
+    n = len(left)
+    size = 1 << int(np.ceil(np.log2(2 * n + 2)))
+    slots = np.full(size, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    mask = size - 1
+    for i in range(n - 1, -1, -1):
+        key = (np.int64(left[i]) << 32) | np.int64(right[i])
+        s = _mix(key, mask)
+        while slots[s] >= 0 and ((np.int64(left[slots[s]]) << 32) | np.int64(right[slots[s]])) != key:
+            s = (s + 1) & mask
+        nxt[i] = slots[s]
+        slots[s] = i
+    return slots, nxt
+
+
+@cached_njit(nogil=True)
+def _next_merge(slots, nxt, left, right, a, b, floor):
+    """The first merge of the pair (a, b) at index >= floor, or len(left)."""
+    key = (np.int64(a) << 32) | np.int64(b)
+    mask = len(slots) - 1
+    s = _mix(key, mask)
+    while True:
+        i = slots[s]
+        if i < 0:
+            return len(left)
+        if ((np.int64(left[i]) << 32) | np.int64(right[i])) == key:
+            while i >= 0 and i < floor:
+                i = nxt[i]
+            return i if i >= 0 else len(left)
+        s = (s + 1) & mask
+
+
+@cached_njit(nogil=True)
+def _replay_merges(sym, w_start, w_len, left, right, result):
+    """Apply merges 0, 1, 2, ... in order to every word, each to all its occurrences left to
+    right, exactly as training does (in place: ``sym`` is rewritten, ``w_len`` shrinks).
+
+    Per word: the next merge to apply is the earliest one, at or after the last one applied,
+    whose pair the word holds; a word of m symbols needs at most m - 1 rounds of one scan.
+    """
+    slots, nxt = _merge_index(left, right)
+    n = len(left)
+    for w in range(len(w_start)):
+        s = w_start[w]
+        m = w_len[w]
+        floor = 0
+        while m >= 2:
+            best = n
+            for i in range(s, s + m - 1):
+                k = _next_merge(slots, nxt, left, right, sym[i], sym[i + 1], floor)
+                if k < best:
+                    best = k
+            if best == n:
+                break
+            a = left[best]
+            b = right[best]
+            o = s
+            r = s
+            end = s + m
+            while r < end:
+                if r + 1 < end and sym[r] == a and sym[r + 1] == b:
+                    sym[o] = result[best]
+                    r += 2
+                else:
+                    sym[o] = sym[r]
+                    r += 1
+                o += 1
+            m = o - s
+            floor = best + 1
+        w_len[w] = m

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from ..pretokenizers import split_bytes
 from ..pretokenizers.patterns import resolve_pattern
 from ..progress import Progress
 from . import _kernels as _bpe_kernels
+from .base import derive_merges_early, resolve_base, start_from_base
 from .word_counts import WordCounts
 from .words import WordCounter
 
@@ -48,7 +49,7 @@ def train_bpe(
     source,
     vocab_size: int,
     *,
-    pattern: str = "gpt2",
+    pattern: str | None = None,
     special_tokens: Iterable[str] = (),
     min_frequency: int = 0,
     max_token_length: int | None = None,
@@ -60,8 +61,9 @@ def train_bpe(
     unk_token: str | None = None,
     end_of_word: str | None = None,
     field: str = "text",
+    base=None,
 ):
-    """Train a byte-level BPE tokenizer on a corpus.
+    """Train a byte-level BPE tokenizer on a corpus, from bytes or on top of ``base``.
 
     Args:
         source: an iterable of str (each item one sequence, like HF ``train_from_iterator``),
@@ -73,7 +75,8 @@ def train_bpe(
             only unique words are kept.
         vocab_size: the final number of tokens, special tokens included. Training stops
             earlier when no pair is left; memory follows the corpus, not this number.
-        pattern: "gpt2", "r50k", "cl100k", "o200k" or a regex (``regex`` syntax).
+        pattern: "gpt2" (the default), "r50k", "cl100k", "o200k" or a regex (``regex`` syntax);
+            with a base, its pattern (the default) and no other.
         special_tokens: tokens that take the first ids, in order. Where they occur in the
             training text they are cut out and never merged into other tokens (HF does not do
             this: it learns from their characters).
@@ -94,20 +97,39 @@ def train_bpe(
             other. HF instead glues its ``end_of_word_suffix`` to the last character.
         field: the field of ``.jsonl`` records, or the column of ``.parquet`` files, that
             holds the text.
+        base: continue training this tokenizer: a :class:`numtok.Tokenizer`, a bundled
+            encoding's name (``"o200k_base"``), a path to a ``tokenizer.json`` (or its
+            directory) or ``.tiktoken`` file, a ``tokenizers.Tokenizer`` or a
+            ``tiktoken.Encoding``. Every token, merge and special token of the base is kept
+            with its id; the words are split into base tokens (a merge list is applied in
+            order; a rank-mode base encodes them by its ranks) and new merges are learned
+            until ``vocab_size`` (the final ``n_vocab``, above the base's), their tokens taking
+            ids from the base's ``n_vocab``. New ``special_tokens`` come first. Ties break on
+            base ids. The base's units, alphabet and unk_token are used. See the README's
+            "Continue training".
 
     Returns:
         A :class:`numtok.Tokenizer` with ``merges`` and ``vocab``.
 
     Raises:
-        ValueError: vocab_size too small, empty corpus, unknown pattern name, invalid regex,
+        ValueError: vocab_size too small (with a base: not above its n_vocab), empty corpus
+            (without a base), a pattern other than the base's, unknown pattern name, invalid regex,
             a file that is not UTF-8 (naming the file and byte offset), an Arrow null or
             invalid UTF-8 (naming the text), a Parquet file that cannot be read or lacks the
             column, bad options.
-        FileNotFoundError: a missing input file.
+        FileNotFoundError: a missing input file (or base file).
+        TypeError: a base of a kind numtok cannot continue from.
+
+    >>> small = train_bpe(["low lower lowest"] * 3, 258)
+    >>> more = train_bpe(["newer newest"] * 3, 262, base=small)
+    >>> more.merges[:2] == small.merges, more.merges[2:]
+    (True, [(b'n', b'e'), (b'ne', b'w')])
     """
     options = _Options.check(vocab_size, pattern, special_tokens, min_frequency, max_token_length,
-                             tie_break, alphabet, units, unk_token, end_of_word)
+                             tie_break, alphabet, units, unk_token, end_of_word, base)
     threads = check_num_threads(num_threads)
+    if options.base is not None:
+        options.base_merges = derive_merges_early(options.base)
     started = time.perf_counter()
     counter, corpus_bytes = _count_words(source, options, show_progress, threads, field)
     holder = [counter]
@@ -185,7 +207,15 @@ def _train_from_word_counts(counts: WordCounts, vocab_size: int, show_progress, 
     if resolve_pattern(checked.pattern)[1] != resolve_pattern(counts.pattern)[1]:
         raise ValueError(f"the WordCounts were split with pattern {counts.pattern!r}, not {checked.pattern!r}: "
                          "count and train with the same pattern")
-    if set(checked.special_tokens) != set(counted):
+    if checked.base is not None:
+        # The base's special tokens need not have been cut out (they are no new tokens), but
+        # every new one must have been, and nothing else.
+        kept = set(checked.special_tokens)
+        if not set(counted) <= kept or not set(checked.new_specials) <= set(counted):
+            raise ValueError(f"the WordCounts were counted with special tokens {list(counted)!r} cut out, but training "
+                             f"on the base adds {checked.new_specials!r} and keeps {checked.special_tokens!r}: "
+                             "count with the new special tokens cut out")
+    elif set(checked.special_tokens) != set(counted):
         raise ValueError(f"the WordCounts were counted with special tokens {list(counted)!r} cut out, but training "
                          f"asks for {checked.special_tokens!r} (unk_token included): count with the same ones")
     return _train_from_counter([counts], checked, show_progress, time.perf_counter(), counts.corpus_bytes)
@@ -206,14 +236,28 @@ class _Options:
     alphabet: str
     units: str
     end_of_word: str | None
+    base: Any  # the numtok Tokenizer training continues from, or None
+    base_merges: Any  # the thread deriving a rank-mode base's merges, or None
+    new_specials: list[str]  # with a base: the special tokens it does not have
 
     @classmethod
-    def check(cls, vocab_size, pattern="gpt2", special_tokens=(), min_frequency=0, max_token_length=None,
-              tie_break="hf", alphabet="bytes", units="bytes", unk_token=None, end_of_word=None):
+    def check(cls, vocab_size, pattern=None, special_tokens=(), min_frequency=0, max_token_length=None,
+              tie_break="hf", alphabet="bytes", units="bytes", unk_token=None, end_of_word=None, base=None):
         self = cls()
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
             raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
         self.vocab_size = int(vocab_size)
+        self.base = None if base is None else resolve_base(base)
+        self.base_merges = None
+        self.new_specials = []
+        if self.base is not None:
+            if pattern is None:
+                pattern = self.base.pattern
+            elif resolve_pattern(pattern)[1] != resolve_pattern(self.base.pattern)[1]:
+                raise ValueError(f"pattern {pattern!r} is not the base tokenizer's pattern {self.base.pattern!r}: its words "
+                                 "would not be the base's pieces (leave pattern out to take the base's)")
+        elif pattern is None:
+            pattern = "gpt2"
         self.pattern_name, self.pattern_string = resolve_pattern(pattern)
         self.pattern = pattern if self.pattern_name is None else self.pattern_name
         specials = _special_token_list(special_tokens)
@@ -245,6 +289,8 @@ class _Options:
         if end_of_word is not None and (not isinstance(end_of_word, str) or not end_of_word):
             raise ValueError(f"end_of_word must be a non-empty str, got {end_of_word!r}")
         self.end_of_word = end_of_word
+        if self.base is not None:
+            return self._check_base()
         if alphabet == "bytes":
             minimum = 256 + len(specials) + (end_of_word is not None)
             if self.vocab_size < minimum:
@@ -252,6 +298,33 @@ class _Options:
                     f"vocab_size {self.vocab_size} is too small: the minimum is {minimum} "
                     f"(256 byte tokens + {len(specials)} special tokens{' + end_of_word' if end_of_word else ''})"
                 )
+        return self
+
+    def _check_base(self) -> _Options:
+        base = self.base
+        given = [name for name, value, default in (("alphabet", self.alphabet, "bytes"), ("units", self.units, "bytes"),
+                                                   ("end_of_word", self.end_of_word, None)) if value != default]
+        if given:
+            raise ValueError(f"{', '.join(given)} cannot be set with a base: continued training keeps the base's "
+                             "(byte-level, its own alphabet)")
+        if self.unk_token is not None and self.unk_token != base.unk_token:
+            raise ValueError(f"unk_token {self.unk_token!r} differs from the base tokenizer's ({base.unk_token!r})")
+        self.unk_token = base.unk_token
+        kept = [s for s, _ in sorted(base.special_tokens.items(), key=lambda kv: kv[1])]
+        self.new_specials = [s for s in self.special_tokens if s not in base.special_tokens and s != base.unk_token]
+        for s in self.new_specials:
+            tid = base._lookup_token(s.encode("utf-8"))
+            if tid is not None:
+                raise ValueError(f"special token {s!r} is already an ordinary token of the base tokenizer (id {tid}); "
+                                 "a string has one id")
+        self.special_tokens = kept + self.new_specials
+        n = base.n_vocab
+        if self.vocab_size <= n:
+            raise ValueError(f"vocab_size {self.vocab_size} is not above the base tokenizer's size {n} (its n_vocab): "
+                             "continued training adds tokens to the base's")
+        if self.vocab_size < n + len(self.new_specials):
+            raise ValueError(f"vocab_size {self.vocab_size} is too small: the minimum is {n + len(self.new_specials)} "
+                             f"(the base's {n} ids + {len(self.new_specials)} new special tokens)")
         return self
 
 
@@ -394,21 +467,24 @@ def _train_from_counter(holder: list, options: _Options, show_progress, started:
     unique_words = holder[0].n_words
     word_bytes = holder[0].store_used
     try:
-        merges, token_bytes, counters = _learn(holder, options, show_progress)
+        merges, token_bytes, counters, merge_ids = _learn(holder, options, show_progress)
     except MemoryError as exc:
         # Word rows, symbols and their pairs' rows, postings, slots and heap entries.
         raise out_of_memory(exc, f"learning merges from {unique_words:,} unique words ({word_bytes:,} bytes)",
                             48 * unique_words + 120 * word_bytes) from exc
-    k = len(options.special_tokens)
-    tokenizer = Tokenizer(
-        {tok: i for i, tok in enumerate(token_bytes) if i >= k},
-        merges=merges,
-        pattern=options.pattern,
-        special_tokens={tok: i for i, tok in enumerate(options.special_tokens)},
-        units=options.units,
-        unk_token=options.unk_token,
-        end_of_word=options.end_of_word,
-    )
+    if options.base is not None:
+        tokenizer = _continued_tokenizer(options, token_bytes, merge_ids)
+    else:
+        k = len(options.special_tokens)
+        tokenizer = Tokenizer(
+            {tok: i for i, tok in enumerate(token_bytes) if i >= k},
+            merges=merges,
+            pattern=options.pattern,
+            special_tokens={tok: i for i, tok in enumerate(options.special_tokens)},
+            units=options.units,
+            unk_token=options.unk_token,
+            end_of_word=options.end_of_word,
+        )
     tokenizer.training_stats = {
         "corpus_bytes": corpus_bytes,
         "unique_words": unique_words,
@@ -419,47 +495,75 @@ def _train_from_counter(holder: list, options: _Options, show_progress, started:
     return tokenizer
 
 
-def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes, bytes]], list[bytes], dict]:
-    """Run the merge engine; returns (merges, token bytes by id: specials, alphabet, merges,
-    the engine's work counters).
+def _continued_tokenizer(options: _Options, token_bytes, merge_ids: tuple):
+    """The base's tokens, merges and special tokens (ids unchanged), then the new ones: built
+    from the base's arrays (a bundled encoding has 200,000 tokens: no dict of them)."""
+    from ..encode.tokenizer import Tokenizer
+
+    base = options.base
+    specials = dict(base.special_tokens)
+    specials.update({s: base.n_vocab + j for j, s in enumerate(options.new_specials)})
+    if options.base_merges is not None:
+        options.base_merges.join()
+    first_new = base.n_vocab + len(options.new_specials)
+    new_tokens = [token_bytes[i] for i in range(first_new, len(token_bytes))]
+    off = base._tok_off
+    base_ids = base._mergeable_ids
+    new_lens = np.fromiter(map(len, new_tokens), dtype=np.int64, count=len(new_tokens))
+    flat = np.concatenate([base._tok_bytes[: off[-1]], np.frombuffer(b"".join(new_tokens), dtype=np.uint8)])
+    starts = np.concatenate([off[base_ids], off[-1] + np.cumsum(new_lens) - new_lens])
+    lens = np.concatenate([off[base_ids + 1] - off[base_ids], new_lens])
+    ids = np.concatenate([base_ids, np.arange(first_new, first_new + len(new_tokens), dtype=np.int64)])
+    lefts, rights, results = base._merge_ids()
+    return Tokenizer._from_arrays(
+        flat, starts, lens, ids,
+        merges=(),  # made from merge_ids when asked for: no 200,000 pairs of bytes now
+        merge_ids=tuple(np.concatenate([old, new]) for old, new in zip((lefts, rights, results), merge_ids)),
+        pattern=base.pattern,
+        special_tokens=specials,
+        unk_token=base.unk_token,
+        # A rank-mode base's derived merges give its rule only with its whole-piece lookup.
+        ignore_merges=base._rank_mode or base.ignore_merges,
+    )  # fmt: skip
+
+
+def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes, bytes]], list, dict, tuple]:
+    """Run the merge engine; returns (merges, token bytes by id: specials, alphabet, merges
+    (with a base: a base.TokenBytes of the base's ids, then new specials and merges),
+    the engine's work counters, the merges as (left, right, result) id arrays).
 
     ``counter`` is a WordCounter, or a one-item list holding one (emptied here to free it).
     """
     holder = counter if isinstance(counter, list) else [counter]
     counter = holder.pop()
-    if counter.n_words == 0:
-        raise ValueError("the corpus is empty: it has no word to learn from")
-    sym, w_start, w_len, w_freq, alphabet = _symbolize(counter, options)
-    firsts = counter.firsts if options.tie_break == "first-seen" else None
-    del counter
-    specials = options.special_tokens
-    k = len(specials)
-    minimum = k + len(alphabet)
-    if options.vocab_size < minimum:
-        raise ValueError(
-            f"vocab_size {options.vocab_size} is too small: the minimum is {minimum} "
-            f"({len(alphabet)} alphabet symbols + {k} special tokens)"
-        )
+    if options.base is not None:
+        start = start_from_base(counter, options.base, options.new_specials)
+        sym, w_start, w_len = start.sym, start.w_start, start.w_len
+        w_freq = np.array(counter.counts, dtype=np.int64)
+        firsts = counter.firsts if options.tie_break == "first-seen" else None
+        del counter
+        token_bytes: Any = start.token_bytes
+        tok_len, tok_seq, tok_seq_len = start.tok_len, start.tok_seq, start.tok_seq_len
+        minimum = len(tok_len)
+    else:
+        if counter.n_words == 0:
+            raise ValueError("the corpus is empty: it has no word to learn from")
+        sym, w_start, w_len, w_freq, alphabet = _symbolize(counter, options)
+        firsts = counter.firsts if options.tie_break == "first-seen" else None
+        del counter
+        token_bytes = [tok.encode("utf-8") for tok in options.special_tokens] + list(alphabet)
+        tok_len, tok_seq, tok_seq_len = _base_symbols(options, alphabet)
+        minimum = len(tok_len)
+        if options.vocab_size < minimum:
+            raise ValueError(
+                f"vocab_size {options.vocab_size} is too small: the minimum is {minimum} "
+                f"({len(alphabet)} alphabet symbols + {len(options.special_tokens)} special tokens)"
+            )
     if options.tie_break == "first-seen":
         order = np.argsort(firsts, kind="stable")  # type: ignore[arg-type]
         w_start, w_len, w_freq = w_start[order], w_len[order], w_freq[order]
     keep = w_len >= 2  # a single symbol holds no pair
     w_start, w_len, w_freq = w_start[keep], w_len[keep].copy(), w_freq[keep]
-
-    # Base tokens: specials (as base-symbol strings where expressible, so a merge that
-    # rebuilds one re-uses its id, as HF does), then the alphabet.
-    symbol_id = {s: k + i for i, s in enumerate(alphabet)}
-    tok_len = np.zeros(minimum, dtype=np.int64)
-    seqs: list[list[int]] = []
-    for tok in specials:
-        seqs.append(_as_symbols(tok, options, symbol_id))
-    for i, s in enumerate(alphabet):
-        seqs.append([k + i])
-        tok_len[k + i] = len(s) if options.units == "bytes" else 1
-    if options.end_of_word is not None and options.units == "chars":
-        tok_len[symbol_id[options.end_of_word.encode("utf-8")]] = 1
-    tok_seq_len = np.array([len(s) for s in seqs], dtype=np.int64)
-    tok_seq = np.array([x for s in seqs for x in s], dtype=np.int32)
     max_len = options.max_token_length if options.max_token_length is not None else int(_bpe_kernels.NO_LIMIT)
 
     progress = np.zeros(8, dtype=np.int64)
@@ -491,14 +595,33 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
     counters = dict(zip(("merges", "postings", "rewrites", "pops", "pushes", "pairs", "pool", "pair_rows"),
                         progress.tolist()))
 
-    token_bytes: list[bytes] = [tok.encode("utf-8") for tok in specials] + list(alphabet)
     merges: list[tuple[bytes, bytes]] = []
     for a, b, t in zip(left.tolist(), right.tolist(), new.tolist()):
         merged = token_bytes[a] + token_bytes[b]
         if t == len(token_bytes):
             token_bytes.append(merged)
         merges.append((token_bytes[a], token_bytes[b]))
-    return merges, token_bytes, counters
+    return merges, token_bytes, counters, (left.astype(np.int64), right.astype(np.int64), new.astype(np.int64))
+
+
+def _base_symbols(options: _Options, alphabet: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(length, base-symbol sequence, sequence length) of the first ids: specials (spelled in
+    base symbols where expressible, so a merge that rebuilds one re-uses its id, as HF does),
+    then the alphabet."""
+    k = len(options.special_tokens)
+    symbol_id = {s: k + i for i, s in enumerate(alphabet)}
+    tok_len = np.zeros(k + len(alphabet), dtype=np.int64)
+    seqs: list[list[int]] = []
+    for tok in options.special_tokens:
+        seqs.append(_as_symbols(tok, options, symbol_id))
+    for i, s in enumerate(alphabet):
+        seqs.append([k + i])
+        tok_len[k + i] = len(s) if options.units == "bytes" else 1
+    if options.end_of_word is not None and options.units == "chars":
+        tok_len[symbol_id[options.end_of_word.encode("utf-8")]] = 1
+    tok_seq_len = np.array([len(s) for s in seqs], dtype=np.int64)
+    tok_seq = np.array([x for s in seqs for x in s], dtype=np.int32)
+    return tok_len, tok_seq, tok_seq_len
 
 
 def _as_symbols(tok: str, options: _Options, symbol_id: dict) -> list[int]:
