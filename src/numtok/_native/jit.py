@@ -232,7 +232,10 @@ def cached_njit(*args, **options):
 
     def wrap(fn):
         dispatcher = njit(**options)(fn)
-        dispatcher._cache = KernelCache(fn)  # what Dispatcher.enable_caching does, with our cache
+        try:
+            dispatcher._cache = KernelCache(fn)  # what Dispatcher.enable_caching does, with our cache
+        except Exception:  # noqa: BLE001 - a Numba whose cache internals differ: its own cache
+            dispatcher.enable_caching()
         if signature is not None:  # what njit(sig) does, after the cache is in place
             dispatcher.compile(signature)
             dispatcher.disable_compile()
