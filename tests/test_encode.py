@@ -881,30 +881,6 @@ def test_piece_cache_arena_holds_long_pieces(name):
     enc._piece_caches = PieceCaches()
 
 
-def test_piece_caches_grow_sooner_for_text_of_long_pieces():
-    """Text with many distinct pieces of 65+ bytes (an arena entry per 64 sets) sizes later
-    caches by 64 bytes seen a set, not 256; English does not. Ids stay exact either way."""
-    from numtok.encode import _kernels as kernels
-    from numtok.encode import piece_cache
-
-    enc, ref = numtok.load("cl100k_base"), reference("cl100k_base")
-    enc._piece_caches = caches = PieceCaches()
-    english = sample_text()[:300_000]
-    assert ids(enc.encode_ordinary(english)) == ref.encode_ordinary(english)
-    assert caches.seen_per_set == piece_cache.SEEN_PER_SET
-    long_text = long_piece_text("sizing", 600)  # ~600 distinct long pieces > 2**14 / 64
-    assert ids(enc.encode_ordinary(long_text)) == ref.encode_ordinary(long_text)
-    assert caches.seen_per_set == piece_cache.LONG_TEXT_SEEN_PER_SET
-    seen = caches.bytes_seen + 5_000_000
-    bits = min(piece_cache.CACHE_BITS, (seen // piece_cache.LONG_TEXT_SEEN_PER_SET).bit_length())
-    assert bits > (seen // piece_cache.SEEN_PER_SET).bit_length()  # a size English would not get yet
-    cache = caches.take(5_000_000)
-    assert len(cache) == kernels.piece_cache_size(bits)
-    caches.give(cache)
-    assert ids(enc.encode_ordinary(long_text + english)) == ref.encode_ordinary(long_text + english)
-    enc._piece_caches = PieceCaches()
-
-
 @pytest.mark.parametrize("name", CORE)
 def test_piece_cache_arena_full_starts_again(name):
     """A small arena fills many times over (and is then cleared): ids stay exact on every pass."""

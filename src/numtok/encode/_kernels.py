@@ -617,11 +617,6 @@ def piece_cache_size(bits: int) -> int:
     return (8 << bits) + (16 << (bits - LONG_SHIFT)) + (1 << (bits + ARENA_INDEX_SHIFT)) + ARENA_HEAD_WORDS + (1 << (bits + ARENA_DATA_SHIFT))
 
 
-def arena_head(bits: int) -> int:
-    """Where the arena's head is in a piece cache of 2**bits sets (words used, entries)."""
-    return (8 << bits) + (16 << (bits - LONG_SHIFT)) + (1 << (bits + ARENA_INDEX_SHIFT))
-
-
 @njit(inline="always")
 def _cache_layout(cache):
     """(log2 of the number of two-way sets, start of the long-piece region, log2 of its

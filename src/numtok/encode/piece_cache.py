@@ -18,17 +18,6 @@ from . import _kernels as _k
 # data is touched only as it fills, which only pieces of 65+ bytes do (CJK, Japanese, Thai).
 CACHE_BITS = 19
 MIN_CACHE_BITS = 14
-# Bytes of text seen per set when sizing a cache (see PieceCaches.take), and for text with many
-# distinct pieces of 65+ bytes (CJK, Japanese, Thai: ``LONG_TEXT_ENTRIES``). Such text also
-# has ~100k distinct pieces of 16-64 bytes per 28 MB for the long-piece region: sized by 256
-# bytes a set, the cache stayed too small for them until 64 MB had been seen (a warm pass over
-# 28 MB of CJK missed 17 % of them at 2**18 sets, 6 % at 2**19). English keeps the slower
-# growth: its short pieces spread over a bigger cache made warm passes ~4 % and first passes
-# over 10 MB ~20 % slower.
-SEEN_PER_SET = 256
-LONG_TEXT_SEEN_PER_SET = 64
-# A cache whose arena holds at least one entry per this many sets marks its text as such.
-LONG_TEXT_ENTRIES = 64
 NO_CACHE = _k.new_piece_cache(0)  # for calls that must not learn (building the tables)
 
 
@@ -40,7 +29,6 @@ class PieceCaches:
         self.bytes_seen = 0  # sizes the caches (see take)
         self._len = 0  # the cache length wanted so far, until bytes_seen reaches
         self._len_until = 0  # this: then it is worked out again
-        self.seen_per_set = SEEN_PER_SET  # LONG_TEXT_SEEN_PER_SET once give() saw long pieces
 
     def take(self, nbytes: int) -> np.ndarray:
         """A piece cache for a call about to encode ``nbytes``, sized for all this tokenizer
@@ -59,9 +47,9 @@ class PieceCaches:
             cache = None
         if cache is not None and seen < self._len_until and len(cache) >= self._len:
             return cache  # most calls: the size wanted has not changed since the last one
-        bits = min(CACHE_BITS, max(MIN_CACHE_BITS, (seen // self.seen_per_set).bit_length()))
+        bits = min(CACHE_BITS, max(MIN_CACHE_BITS, (seen >> 8).bit_length()))
         self._len = _k.piece_cache_size(bits)
-        self._len_until = self.seen_per_set << bits if bits < CACHE_BITS else 1 << 62
+        self._len_until = 1 << (bits + 8) if bits < CACHE_BITS else 1 << 62
         if cache is None:
             return _k.new_piece_cache(bits)
         if len(cache) < self._len:
@@ -71,9 +59,6 @@ class PieceCaches:
         return cache
 
     def give(self, cache: np.ndarray) -> None:
-        if self.seen_per_set != LONG_TEXT_SEEN_PER_SET and _holds_long_text(cache):
-            self.seen_per_set = LONG_TEXT_SEEN_PER_SET
-            self._len_until = 0
         # Keep one cache per core at most: many threads in flight at once each needed one,
         # but holding 64 MiB for each of them afterwards would only waste memory. (Appending
         # first and trimming after keeps the cap without a lock: every append is followed by
@@ -89,15 +74,3 @@ class PieceCaches:
     def clear(self) -> None:
         """Forget all cached pieces (benchmarks use it to time a first pass)."""
         self.free.clear()
-
-
-# Where the arena's entry count is, by cache length, for the sizes below the largest (a cache
-# of the largest size has nothing left to grow into).
-_ENTRIES_AT = {_k.piece_cache_size(bits): (_k.arena_head(bits) + 1, 1 << bits) for bits in range(MIN_CACHE_BITS, CACHE_BITS)}
-
-
-def _holds_long_text(cache: np.ndarray) -> bool:
-    """Whether the cache's arena holds an entry per ``LONG_TEXT_ENTRIES`` sets or more (many
-    distinct pieces of 65+ bytes), read from its head's second word (see ``_kernels``)."""
-    at = _ENTRIES_AT.get(len(cache))
-    return at is not None and int(cache[at[0]]) * LONG_TEXT_ENTRIES >= at[1]
