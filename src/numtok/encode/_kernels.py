@@ -171,7 +171,7 @@ def _table_bits(tab):
     return bits
 
 
-@cached_njit(nogil=True, _nrt=False)
+@njit(inline="always")
 def _find_key(tab, ext, bits, tok_bytes, tok_off, a, s, n, k0, h):
     """Token id whose key equals the n bytes at a[s:], or -1.
 
@@ -446,7 +446,7 @@ def rank_pair_table(tok_bytes, tok_off, tok_tab, ids):
 # merging one piece
 
 
-@cached_njit(nogil=True, _nrt=False)
+@njit(inline="always")
 def _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of):
     """tiktoken's O(n*m) loop: merge the lowest-priority, leftmost pair until none is left."""
     for i in range(n - 1):
@@ -454,7 +454,7 @@ def _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of):
     return _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of)
 
 
-@cached_njit(nogil=True, _nrt=False)
+@njit(inline="always")
 def _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of):
     """The merge loop of _merge_small, once pp holds the priorities of the first round.
 
@@ -561,7 +561,7 @@ def _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, max_pri
     return m
 
 
-@cached_njit(nogil=True, _nrt=False)
+@njit(inline="always")
 def _initial_symbols(data, s, L, units, byte_id, tok_bytes, tok_off, tok_tab, tbits, unk_id, eow_id, sym):
     """Write the initial symbols of the piece at s into sym; return their count, or
     -1 - position of a byte that has no token."""
@@ -601,7 +601,7 @@ def _initial_symbols(data, s, L, units, byte_id, tok_bytes, tok_off, tok_tab, tb
     return n
 
 
-@cached_njit(nogil=True, _nrt=False)
+@njit(inline="always")
 def _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, pfilter, fbits, res_of):
     """_merge_small for a piece whose symbols are its bytes: the first round reads ``bp``."""
     for i in range(n - 1):
