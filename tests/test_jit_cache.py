@@ -305,6 +305,11 @@ print(json.dumps(sorted(set(found))))
 """
 
 
-def test_kernel_cache_location_is_described():
-    assert jit.describe_location()
-    assert len(jit.source_digest()) == 64
+def test_stamp_covers_kernel_files_and_what_they_import_only():
+    files = {os.path.relpath(p, jit.PACKAGE_DIR) for p in jit.kernel_sources()}
+    # kernel modules, and modules they import that hold no kernels (constants, Numba types)
+    assert {"encode/_kernels.py", "pretokenizers/_scanners.py", "pretokenizers/_unicode.py", "_native/sink.py",
+            "_native/hugepages.py", "train/_heap.py", "wordpiece/_kernels.py"} <= files
+    # policy on top that kernels never import: editing it recompiles nothing
+    assert not {"cli.py", "warmup.py", "dask.py", "wordpiece/model.py"} & files
+    assert int(jit.source_digest(), 16) and len(jit.source_digest()) == 64
