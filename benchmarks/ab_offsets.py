@@ -21,7 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numtok  # noqa: E402
-from numtok.encode.piece_cache import CACHE_BITS  # noqa: E402
+from benchmarks.common import warm_piece_caches  # noqa: E402
 
 
 def main() -> int:
@@ -40,8 +40,7 @@ def main() -> int:
     encs = {"old": numtok_old.load(args.encoding), "new": numtok.load(args.encoding)}
     for enc in encs.values():
         enc.encode_with_offsets(text[:1000])
-        while enc._piece_caches.bytes_seen < 1 << (CACHE_BITS + 8):
-            enc.encode_ordinary(text)
+        warm_piece_caches(enc, lambda enc=enc: enc.encode_ordinary(text))
     seconds: dict[tuple[str, str], list[float]] = {(v, f): [] for v in encs for f in ("plain", "offsets")}
     for r in range(args.rounds):
         for version in ("old", "new") if r % 2 else ("new", "old"):

@@ -25,8 +25,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numtok  # noqa: E402
+from benchmarks.common import warm_piece_caches  # noqa: E402
 from benchmarks.compare_encode import Tiktoken  # noqa: E402
-from numtok.encode.piece_cache import CACHE_BITS  # noqa: E402
 
 
 def read_docs(path: str, max_mb: float) -> tuple[list[str], float]:
@@ -54,12 +54,8 @@ def contenders(encoding: str, threads: int, docs: list[str]) -> dict:
 
 
 def warm_up(enc, func, docs: list[str]) -> None:
-    """Call ``func`` until numtok's piece caches are full size: they grow with the bytes a
-    tokenizer has seen, up to 64 MiB (piece_cache.CACHE_BITS), and a call that grows them
-    copies them, which is not what is timed."""
-    func(docs)
-    while enc._piece_caches.bytes_seen < 1 << (CACHE_BITS + 8):
-        func(docs)
+    """Call ``func`` until numtok's piece caches stop growing (``common.warm_piece_caches``)."""
+    warm_piece_caches(enc, lambda: func(docs))
 
 
 def peak_rss_child(args) -> int:

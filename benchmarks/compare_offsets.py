@@ -21,8 +21,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numtok  # noqa: E402
-from benchmarks.common import median_seconds, timings  # noqa: E402
-from numtok.encode.piece_cache import CACHE_BITS  # noqa: E402
+from benchmarks.common import median_seconds, timings, warm_piece_caches  # noqa: E402
 
 
 def main() -> int:
@@ -41,10 +40,7 @@ def main() -> int:
     enc = numtok.load(args.encoding)
     enc.encode_with_offsets(text[:100_000])
     enc.count_tokens_batch(docs[:1000])
-    # Piece caches grow with the bytes seen, to full size at 64 MiB: a call that grows them
-    # copies them, which is not what is timed.
-    while enc._piece_caches.bytes_seen < 1 << (CACHE_BITS + 8):
-        enc.encode_ordinary(text)
+    warm_piece_caches(enc, lambda: enc.encode_ordinary(text))
     print(f"{args.corpus}: {mb:.1f} MB, {len(docs)} documents, {args.encoding}, median of {args.repeat}")
 
     # numtok's contenders in rounds, one call each per round: a ratio is the median of the

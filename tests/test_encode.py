@@ -774,8 +774,7 @@ def test_piece_cache_grows_with_its_entries():
     text = " ".join(words * 3)
 
     def cache_after(bits):
-        enc._piece_caches.free = [kernels.new_piece_cache(bits)]
-        enc._piece_caches.bytes_seen = 0
+        pin_piece_cache(enc, kernels.new_piece_cache(bits))
         got = enc.encode_ordinary(text)
         return enc._piece_caches.free.pop(), got
 
@@ -786,7 +785,7 @@ def test_piece_cache_grows_with_its_entries():
     kernels.grow_piece_cache(small, grown)
     assert np.count_nonzero(direct) > 0 and np.array_equal(grown, direct)
     assert len(piece_cache_arena(grown, 16)) == 3
-    enc._piece_caches.free = []
+    enc._piece_caches = PieceCaches()
 
 
 def test_long_piece_region_is_two_way():
@@ -811,8 +810,7 @@ def test_long_piece_region_is_two_way():
             break
     index = int(h) >> (64 - long_bits)
     a, b, c = group
-    enc._piece_caches.free = [kernels.new_piece_cache(bits)]
-    enc._piece_caches.bytes_seen = 0
+    pin_piece_cache(enc, kernels.new_piece_cache(bits))
 
     def encode(text):
         got = ids(enc.encode_ordinary(text))
@@ -828,7 +826,7 @@ def test_long_piece_region_is_two_way():
         at = (8 << bits) + 32 * index + 16 * way + 9
         cache[at] = cache[at] & ~np.uint64((1 << 21) - 1)
         assert ids(enc.encode_ordinary(piece))[0] == 0
-    enc._piece_caches.free = []
+    enc._piece_caches = PieceCaches()
 
 
 def long_piece_text(seed: str, n: int) -> str:
@@ -849,7 +847,7 @@ def pin_piece_cache(enc: Tokenizer, cache: np.ndarray) -> None:
     would otherwise grow a small cache)."""
     enc._piece_caches = PieceCaches()
     enc._piece_caches.free = [cache]
-    enc._piece_caches._len, enc._piece_caches._len_until = 0, 1 << 62
+    enc._piece_caches.grow = False
 
 
 @pytest.mark.parametrize("name", CORE)
@@ -1087,3 +1085,31 @@ def test_repr_and_single_token():
     assert enc.encode_single_token("<|endoftext|>") == 100257
     with pytest.raises(KeyError):
         enc.encode_single_token("hello world")
+
+
+def test_piece_cache_grows_when_its_pieces_crowd_it():
+    """Many distinct long CJK pieces in one call crowd the smallest cache's long-piece region:
+    it is replaced by a bigger one between blocks, keeps serving exact ids, and is the one
+    given back. Short calls of a few pieces leave the cache as small as it started."""
+    from numtok.encode import piece_cache
+
+    enc = numtok.load("cl100k_base")
+    ref = reference("cl100k_base")
+    enc._piece_caches = PieceCaches()
+    for line in sample_text().splitlines()[:300]:
+        assert ids(enc.encode_ordinary(line)) == ids(ref.encode_ordinary(line))
+    assert enc._piece_caches.bits == piece_cache.MIN_CACHE_BITS
+    assert all(not piece_cache.crowded(c) for c in enc._piece_caches.free)
+
+    rng = random.Random(11)
+    letters = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
+    text = "。".join("".join(rng.choice(letters) for _ in range(rng.randrange(6, 20))) for _ in range(100_000))
+    assert len(text.encode()) > 3 * piece_cache.CHECK_BYTES
+    assert ids(enc.encode_ordinary(text)) == ids(ref.encode_ordinary(text))
+    grown = enc._piece_caches.bits
+    assert grown > piece_cache.MIN_CACHE_BITS
+    assert [piece_cache.cache_bits(c) for c in enc._piece_caches.free] == [grown]
+    assert ids(enc.encode_ordinary(text)) == ids(ref.encode_ordinary(text))  # from the grown cache
+    enc._piece_caches.clear()
+    assert enc._piece_caches.bits == piece_cache.MIN_CACHE_BITS and not enc._piece_caches.free
+    enc._piece_caches = PieceCaches()

@@ -104,8 +104,8 @@ _ID_MASK = np.uint64((1 << ID_BITS) - 1)
 # are often 65-300 bytes, a quarter of their text: merged again on every pass without it): an
 # index of 2 << bits words, (low 32 bits of the piece's hash) << 32 | (offset + 1) (0 = empty);
 # a head of 8 words (data words used, entries; the data starts on a line); then the data,
-# 32 << bits words (as many bytes as the text seen when the cache was sized: CJK text needs
-# ~1.3 bytes of entries per byte to keep all its long pieces), filled append-only: per entry
+# 32 << bits words (256 bytes per set: CJK text needs ~1.3 bytes of entries per byte to keep
+# all its long pieces, and a cache grows when its data is half used), filled append-only: per entry
 # n_ids << 32 | length, the bytes (zero-padded words), then the ids, three per word. When the
 # data is full or the index 3/4 full (entries average ~19 words in CJK text; a probe chain
 # costs little next to a piece of 65+ bytes), the index is cleared and filling starts again. Pieces of more than 64 bytes go there, and those

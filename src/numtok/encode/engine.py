@@ -99,12 +99,12 @@ def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = T
     cap = total * (2 if tok._eow_id >= 0 else 1) + n_docs + 1
     out = CountSink(cap) if count else np.empty(cap, dtype=np.int32)
     doc_end = np.empty(n_docs, dtype=np.int64)
-    piece_cache = tok._piece_caches.take(total) if cache else NO_CACHE
+    caches = [tok._piece_caches.take(total) if cache else NO_CACHE]  # run_groups may grow it
     try:
-        k = run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, piece_cache, strict)
+        k = run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, caches, strict)
     finally:
         if cache:
-            tok._piece_caches.give(piece_cache)
+            tok._piece_caches.give(caches[0])
     if count:
         return None, doc_end
     if k < len(out):
@@ -169,10 +169,16 @@ def count_plain(tok, text: str) -> int:
     return int(doc_end[0])
 
 
-def run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, piece_cache, strict) -> int:
+def run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, caches, strict) -> int:
+    """Encode the documents of each group into ``out``; returns the ids written. ``caches``
+    holds the call's piece cache, which may be replaced by a bigger one between groups (see
+    ``PieceCaches.check``): the caller gives back ``caches[0]``."""
     k = 0
     whole = len(groups) == 1
+    piece_cache = caches[0]
     for g0, g1 in groups:
+        if piece_cache is not NO_CACHE and not whole:
+            caches[0] = piece_cache = tok._piece_caches.check(piece_cache, int(docs[g1 - 1, 1] - docs[g0, 0]))
         gdocs, gend, gspecial = (docs, doc_end, doc_special) if whole else (docs[g0:g1], doc_end[g0:g1], doc_special[g0:g1])
         gspans = spans
         if gspans is None:

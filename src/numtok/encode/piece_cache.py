@@ -3,6 +3,13 @@
 Kernels write to the cache they are given, so each running call takes one from the
 tokenizer's free list (or makes one) and gives it back afterwards; caches outlive calls and
 threads, and are never shared by two calls at once.
+
+A cache grows with what it holds, not with how much text went by: every ``CHECK_BYTES`` of
+text encoded into it, a sample of its sets says whether the pieces it was asked to keep crowd
+it (see ``crowded``), and a crowded cache is replaced by one twice as big holding the
+same entries. English text fills the short-piece sets; CJK and Japanese text, with a new
+16-64-byte piece every 50-120 bytes, the long-piece region and the arena, long before the
+short sets.
 """
 
 from __future__ import annotations
@@ -14,49 +21,108 @@ from . import _kernels as _k
 
 # log2 of the two-way sets of a piece cache (64 bytes each, plus a long-piece region as big, an
 # arena index of 16 bytes and arena data of 256 bytes per set): 2 MiB + 4.25 MiB of arena at
-# first, at most 64 MiB + 136 MiB of arena per running call (see PieceCaches.take). The arena's
-# data is touched only as it fills, which only pieces of 65+ bytes do (CJK, Japanese, Thai).
+# first, at most 64 MiB + 136 MiB of arena per running call. The arena's data is touched only
+# as it fills, which only pieces of 65+ bytes do (CJK, Japanese, Thai).
 CACHE_BITS = 19
 MIN_CACHE_BITS = 14
+GROW_BITS = 1  # a crowded cache doubles: its new memory costs up to ~2 ms per MiB at first touch
+# How much text goes into a cache between two looks at how full it is (until it is full size):
+# a look reads ~2k words at random (~0.1 ms), 256 KiB take 1-10 ms to encode.
+CHECK_BYTES = 1 << 18
+# A cache is crowded when more than this share of its sampled sets hold a second piece, or its
+# arena data is half used. Pieces land in sets at random: 1 - e^-x (1 + x) of the sets hold two
+# or more at x pieces per set on average (0.2 at x = 0.8, 0.4 at x = 1.5). A long piece missed
+# costs a merge of 16+ symbols, a short one a few: short sets are let fill further (at 0.3,
+# English grew from 16 bits near the end of a 10 MB first pass, which cost 12 % of it).
+CROWDED_SHORT = 0.4
+CROWDED_LONG = 0.2
+SAMPLED_SETS = 1024
 NO_CACHE = _k.new_piece_cache(0)  # for calls that must not learn (building the tables)
+_BITS_OF_SIZE = {_k.piece_cache_size(b): b for b in range(MIN_CACHE_BITS, CACHE_BITS + 1)}
+
+
+def cache_bits(cache: np.ndarray) -> int:
+    """log2 of the number of short-piece sets of a cache made here."""
+    return _BITS_OF_SIZE[len(cache)]
+
+
+def crowded(cache: np.ndarray) -> bool:
+    """Whether a cache holds enough pieces that a bigger one would answer more of them: in a
+    sample of its short-piece and long-piece sets, the share whose second way is taken (way 0
+    keeps a set's first piece, way 1 the latest other one), and its arena's fill.
+
+    >>> cache = _k.new_piece_cache(MIN_CACHE_BITS)
+    >>> crowded(cache)
+    False
+    >>> cache[5 : 8 << MIN_CACHE_BITS : 8] = 1  # the second way of every short-piece set taken
+    >>> crowded(cache)
+    True
+    """
+    bits = cache_bits(cache)
+    sets = 1 << bits
+    step = max(1, sets // SAMPLED_SETS)
+    way1 = cache[5 : 8 * sets : 8 * step]  # bytes 8-14 | length << 56 of way 1: 0 = empty
+    if np.count_nonzero(way1) > CROWDED_SHORT * len(way1):
+        return True
+    long_base = 8 << bits
+    long_sets = sets >> 2  # 32 words each, two entries of 16
+    step = max(1, long_sets // SAMPLED_SETS)
+    way1 = cache[long_base + 24 : long_base + 32 * long_sets : 32 * step]  # n_ids << 8 | length of way 1
+    if np.count_nonzero(way1) > CROWDED_LONG * len(way1):
+        return True
+    head = long_base + (8 << bits) + (2 << bits)
+    used, entries = int(cache[head]), int(cache[head + 1])
+    return 2 * used > (1 << (bits + _k.ARENA_DATA_SHIFT)) or 8 * entries > 3 * (2 << bits)
 
 
 class PieceCaches:
-    """A free list of piece caches, sized by how much text the tokenizer has encoded."""
+    """A free list of piece caches, grown as their contents crowd them."""
 
     def __init__(self) -> None:
         self.free: list[np.ndarray] = []
-        self.bytes_seen = 0  # sizes the caches (see take)
-        self._len = 0  # the cache length wanted so far, until bytes_seen reaches
-        self._len_until = 0  # this: then it is worked out again
+        self.bits = MIN_CACHE_BITS  # the size caches have grown to: new ones start there
+        self.grow = True  # False: caches are handed out as they are (tests pin one)
+        self._unchecked = 0  # bytes taken since a cache was last looked at (see take)
 
     def take(self, nbytes: int) -> np.ndarray:
-        """A piece cache for a call about to encode ``nbytes``, sized for all this tokenizer
-        has encoded so far: 2 MiB (and an arena of 4.25 MiB for long pieces) for short calls,
-        growing to 64 MiB and 136 MiB (``CACHE_BITS``) once 64 MB have been seen (a bigger cache answers more pieces, and merging a piece costs as
-        much as ~30 cache hits; a small one is faster to fill on a first pass). A cache that
-        grows keeps its entries.
+        """A piece cache for a call about to encode ``nbytes``: one from the free list, grown
+        first if it is smaller than another has grown to (or than a set per 256 bytes of this
+        call), or if ``CHECK_BYTES`` have been taken since the last look and it is crowded;
+        else a new one as big as they have grown.
 
-        No lock: the free list's pop and append are atomic, and ``_bytes_seen`` only sizes
-        caches (an update lost between two threads changes nothing that matters). A lock taken
+        No lock: the free list's pop and append are atomic, and the counters only schedule
+        looks (an update lost between two threads changes nothing that matters). A lock taken
         twice per call was ~0.7 us of a ~5.5 us short encode."""
-        self.bytes_seen = seen = self.bytes_seen + nbytes
+        if self.grow:  # a long call starts with a set per 256 bytes of it: fewer growths on the way
+            self.bits = max(self.bits, min(CACHE_BITS, (nbytes >> 8).bit_length()))
         try:
             cache = self.free.pop()
         except IndexError:
-            cache = None
-        if cache is not None and seen < self._len_until and len(cache) >= self._len:
-            return cache  # most calls: the size wanted has not changed since the last one
-        bits = min(CACHE_BITS, max(MIN_CACHE_BITS, (seen >> 8).bit_length()))
-        self._len = _k.piece_cache_size(bits)
-        self._len_until = 1 << (bits + 8) if bits < CACHE_BITS else 1 << 62
-        if cache is None:
-            return _k.new_piece_cache(bits)
-        if len(cache) < self._len:
-            bigger = _k.new_piece_cache(bits)
-            _k.grow_piece_cache(cache, bigger)
-            return bigger
-        return cache
+            return _k.new_piece_cache(self.bits)
+        if not self.grow:
+            return cache
+        if len(cache) < _k.piece_cache_size(self.bits):
+            return self._grown(cache, self.bits)
+        return self.check(cache, nbytes)
+
+    def check(self, cache: np.ndarray, nbytes: int) -> np.ndarray:
+        """``cache`` after ``nbytes`` more of text went into it (a long call reports each
+        block): every ``CHECK_BYTES``, a crowded cache is replaced by a bigger one holding its
+        entries. Use the cache this returns."""
+        self._unchecked += nbytes
+        if self._unchecked < CHECK_BYTES or not self.grow:
+            return cache
+        self._unchecked = 0
+        bits = cache_bits(cache)
+        if bits >= CACHE_BITS or not crowded(cache):
+            return cache
+        return self._grown(cache, min(CACHE_BITS, bits + GROW_BITS))
+
+    def _grown(self, cache: np.ndarray, bits: int) -> np.ndarray:
+        bigger = _k.new_piece_cache(bits)
+        _k.grow_piece_cache(cache, bigger)
+        self.bits = max(self.bits, bits)
+        return bigger
 
     def give(self, cache: np.ndarray) -> None:
         # Keep one cache per core at most: many threads in flight at once each needed one,
@@ -72,5 +138,8 @@ class PieceCaches:
                 break
 
     def clear(self) -> None:
-        """Forget all cached pieces (benchmarks use it to time a first pass)."""
+        """Forget all cached pieces and start again from the smallest size (benchmarks use it
+        to time a first pass)."""
         self.free.clear()
+        self.bits = MIN_CACHE_BITS
+        self._unchecked = 0

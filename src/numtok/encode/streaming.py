@@ -43,7 +43,7 @@ def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = 
     out = CountSink(bound) if count else np.empty(bound, dtype=np.int32)
     doc = np.zeros((1, 2), dtype=np.int64)
     doc_end = np.empty(1, dtype=np.int64)
-    piece_cache = tok._piece_caches.take(n)
+    caches = [tok._piece_caches.take(n)]
     k = carry = first = 0
     try:
         while first < n:
@@ -66,11 +66,12 @@ def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = 
                 continue
             buf[stop : stop + PAD] = 0
             doc[0, 1] = cut
-            k += _engine().run_groups(tok, buf[:stop], doc, NO_SPECIAL, None, [(0, 1)], out[k:], doc_end, piece_cache, True)
+            k += _engine().run_groups(tok, buf[:stop], doc, NO_SPECIAL, None, [(0, 1)], out[k:], doc_end, caches, True)
+            caches[0] = tok._piece_caches.check(caches[0], cut)
             carry = stop - cut
             buf[:carry] = buf[cut:stop]
     finally:
-        tok._piece_caches.give(piece_cache)
+        tok._piece_caches.give(caches[0])
     if count:
         return k
     out.resize(k, refcheck=False)
