@@ -207,6 +207,13 @@ EDGE_CASES = [
     "\ud800 \udfff a\ud83db \ud83d\ude00",
     "\ufffd\ufffd x\ufffd",
     "$$ $1 $a ¥100 €",
+    # letter runs that start with a non-ASCII letter, after a space or not (the scanners' first test)
+    " Привет мир ПРИВЕТ приВет ПРИвет Привет's ПРИВЕТ'S мир'll",
+    "한국어는 세계에서 한국어abc abc한국어 한국어ABC 한국어's",
+    "नमस्ते दुनिया नमस्ते's  क्षत्रिय",
+    "Σίσυφος ΣΊΣΥΦΟΣ σΊσυφος Éclair ÉCLAIR éCLAIR",
+    "ǈubljana ǅemal's ʰA ªb",
+    " 中文ABC  中文abc\t中文 \n中文",
 ]
 
 
@@ -246,6 +253,7 @@ TRICKY_PIECES = [
     " ", " ", " ", "  ", "\n", "\n", "\r", "\r\n", "\t", "\u00a0", "\u3000", "\x0b", "\x1c",
     "'", "'", "s", "S", "t", "LL", "ll", "re", "VE", "m", "D", "ſ", "’s", "’",
     "a", "word", "Word", "WORD", "é", "e\u0301", "\u0301", "\u0903", "ǅ", "ʰ", "ª", "中", "文字", "ア",
+    "Пр", "ИВ", "ет", "한국", "नम", "स्", "Σί", "ΣΥ",
     "1", "23", "4567", "٣", "½", "Ⅻ",
     "/", "!", ".", "(", "-", "$", "😀", "👍🏽", "\u200d", "\ufffd", "\ud800",
 ]

@@ -36,7 +36,11 @@ o200k (U = [Lu Lt Lm Lo M], W = [Ll Lm Lo M], P = [^\\r\\n\\p{L}\\p{N}], C = (?i
 
 Speed: every kernel keeps bit masks of a 64-byte window of text (a-z, A-Z, digits,
 whitespace, non-ASCII, CR/LF, space, "/", "'": SIMD compares, ``_native.intrinsics.ascii_class_masks64``),
-slid 32 bytes at a time (``_slide_window``), and cuts pieces three ways, fastest first:
+slid 32 bytes at a time (``_slide_window``), and cuts pieces three ways, fastest first, after
+one test: a letter run after a non-ASCII start (``_nonascii_letters``: a non-ASCII first
+letter after a space or not, or a letter run after one non-ASCII mark or punctuation: most
+pieces of CJK, Hangul, Cyrillic and Devanagari text) is measured straight away, without the
+masks (1.1-1.75x on those scripts, 0.97-1.0x on English):
 
 1. Plain text (``_plain_gpt2`` / ``_plain_cl100k`` / ``_plain_o200k``: ASCII letters, digits,
    spaces, CR/LF and punctuation, less each pattern's exceptions). There, whether byte p
@@ -471,6 +475,35 @@ def _space_run(data, i, e, end, flags, crlf_end):
     return e, last, crlf_end
 
 
+@_inline
+def _nonascii_letters(data, i, end, flags, pattern):
+    """End of the piece at ``i`` if it is a letter run after a non-ASCII start, else -1: a run
+    whose first letter is not ASCII, after one space or not, or (cl100k, o200k) any letter run
+    after one non-ASCII character that is no letter, digit, CR or LF ("，中文", a Devanagari
+    vowel sign and the next letter). Most pieces of CJK, Hangul, Cyrillic and Devanagari text
+    are such; they skip the masks and the per-piece dispatch. ``pattern``: 0 gpt2
+    (`` ?\\p{L}+``, a space the only prefix), 1 cl100k (``[^\\r\\n\\p{L}\\p{N}]?\\p{L}+``),
+    2 o200k (A1 from the letter run, with the prefix as its P: a letter at ``i`` cannot be P;
+    if A1 fails, -1 and the general path)."""
+    j = i + np.int64((data[_u(i)] == 0x20) & (i + 1 < end))  # no branch: spaces are half of English pieces
+    if data[_u(j)] < 0xC0:
+        return -1
+    c, k = _char_nonascii(data, j, end, flags)
+    if c & _L == 0:
+        if j > i or pattern == 0 or c & _LNCRLF or j + k >= end:
+            return -1
+        j += k  # a prefix that is not a space: the letter run must follow it
+        c, k = _char_at(data, j, end, flags)
+        if c & _L == 0:
+            return -1
+    if pattern != 2:
+        return _class_run(data, j + k, end, flags, _L)
+    e, _ = _o200k_letters_from(data, j, end, flags)
+    if e >= 0:
+        e += _contraction_ci(data, e, end)
+    return e
+
+
 @_kernel
 def _gpt2_piece(data, i, end, flags):
     """End of the gpt2/r50k piece that starts at byte ``i`` (any characters: the general path)."""
@@ -573,6 +606,13 @@ def _split_gpt2(data, docs, flags, out, n, d, i):
         while i < end:
             if n == cap:
                 return n, d, i
+            e = _nonascii_letters(data, i, end, flags, 0)
+            if e >= 0:
+                flat[_u(2 * n)] = i
+                flat[_u(2 * n + 1)] = e
+                n += 1
+                i = e
+                continue
             off = i - wb
             if not fast or off >= 32:
                 wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _slide_window(
@@ -612,6 +652,13 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
         while i < end:
             if n == cap:
                 return n, d, i
+            e = _nonascii_letters(data, i, end, flags, 1)
+            if e >= 0:
+                flat[_u(2 * n)] = i
+                flat[_u(2 * n + 1)] = e
+                n += 1
+                i = e
+                continue
             off = i - wb
             if not fast or off >= 32:
                 wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _slide_window(
@@ -774,6 +821,13 @@ def _split_o200k(data, docs, flags, out, n, d, i):
         while i < end:
             if n == cap:
                 return n, d, i
+            e = _nonascii_letters(data, i, end, flags, 2)
+            if e >= 0:
+                flat[_u(2 * n)] = i
+                flat[_u(2 * n + 1)] = e
+                n += 1
+                i = e
+                continue
             e = np.int64(-1)
             off = i - wb
             if not fast or off >= 32:
