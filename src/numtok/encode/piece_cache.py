@@ -4,10 +4,10 @@ Kernels write to the cache they are given, so each running call takes one from t
 tokenizer's free list (or makes one) and gives it back afterwards; caches outlive calls and
 threads, and are never shared by two calls at once.
 
-A cache grows with what it holds, not with how much text went by: every ``CHECK_BYTES`` of
-text encoded into it, a sample of its sets says whether the pieces it was asked to keep crowd
-it (see ``crowded``), and a crowded cache is replaced by one twice as big holding the
-same entries. English text fills the short-piece sets; CJK and Japanese text, with a new
+A cache grows with what it holds as well as with how much text went by (a set per 256 bytes
+of it): every ``CHECK_BYTES`` of text encoded into it, a sample of its sets says whether the
+pieces it was asked to keep crowd it (see ``crowded``), and a crowded cache is replaced by one
+twice as big holding the same entries. English text fills the short-piece sets; CJK and Japanese text, with a new
 16-64-byte piece every 50-120 bytes, the long-piece region and the arena, long before the
 short sets.
 """
@@ -31,11 +31,13 @@ GROW_BITS = 1  # a crowded cache doubles: its new memory costs up to ~2 ms per M
 CHECK_BYTES = 1 << 18
 # A cache is crowded when more than this share of its sampled sets hold a second piece, or its
 # arena data is half used. Pieces land in sets at random: 1 - e^-x (1 + x) of the sets hold two
-# or more at x pieces per set on average (0.2 at x = 0.8, 0.4 at x = 1.5). A long piece missed
-# costs a merge of 16+ symbols, a short one a few: short sets are let fill further (at 0.3,
-# English grew from 16 bits near the end of a 10 MB first pass, which cost 12 % of it).
-CROWDED_SHORT = 0.4
-CROWDED_LONG = 0.2
+# or more at x pieces per set on average (0.2 at x = 0.8), and the pieces of a set of three or
+# more evict each other from way 1 on every pass. Within a call only the long-piece region and
+# the arena are looked at (a long piece missed costs a merge of 16+ symbols, a short one a
+# few): judged by its short sets too, a 10 MB English first pass grew from 2^16 to 2^18 sets
+# near its end, which cost 12 % of it. Between calls the short sets count as well: a cache left
+# at 2^16 sets for repeated 10 MB English calls ran them 0.78x as fast as one grown to 2^19.
+CROWDED = 0.2
 SAMPLED_SETS = 1024
 NO_CACHE = _k.new_piece_cache(0)  # for calls that must not learn (building the tables)
 _BITS_OF_SIZE = {_k.piece_cache_size(b): b for b in range(MIN_CACHE_BITS, CACHE_BITS + 1)}
@@ -46,29 +48,31 @@ def cache_bits(cache: np.ndarray) -> int:
     return _BITS_OF_SIZE[len(cache)]
 
 
-def crowded(cache: np.ndarray) -> bool:
+def crowded(cache: np.ndarray, short: bool = True) -> bool:
     """Whether a cache holds enough pieces that a bigger one would answer more of them: in a
-    sample of its short-piece and long-piece sets, the share whose second way is taken (way 0
-    keeps a set's first piece, way 1 the latest other one), and its arena's fill.
+    sample of its long-piece sets (and of its short-piece sets if ``short``), the share whose
+    second way is taken (way 0 keeps a set's first piece, way 1 the latest other one), and its
+    arena's fill.
 
     >>> cache = _k.new_piece_cache(MIN_CACHE_BITS)
     >>> crowded(cache)
     False
     >>> cache[5 : 8 << MIN_CACHE_BITS : 8] = 1  # the second way of every short-piece set taken
-    >>> crowded(cache)
-    True
+    >>> crowded(cache), crowded(cache, short=False)
+    (True, False)
     """
     bits = cache_bits(cache)
     sets = 1 << bits
-    step = max(1, sets // SAMPLED_SETS)
-    way1 = cache[5 : 8 * sets : 8 * step]  # bytes 8-14 | length << 56 of way 1: 0 = empty
-    if np.count_nonzero(way1) > CROWDED_SHORT * len(way1):
-        return True
+    if short:
+        step = max(1, sets // SAMPLED_SETS)
+        way1 = cache[5 : 8 * sets : 8 * step]  # bytes 8-14 | length << 56 of way 1: 0 = empty
+        if np.count_nonzero(way1) > CROWDED * len(way1):
+            return True
     long_base = 8 << bits
     long_sets = sets >> 2  # 32 words each, two entries of 16
     step = max(1, long_sets // SAMPLED_SETS)
     way1 = cache[long_base + 24 : long_base + 32 * long_sets : 32 * step]  # n_ids << 8 | length of way 1
-    if np.count_nonzero(way1) > CROWDED_LONG * len(way1):
+    if np.count_nonzero(way1) > CROWDED * len(way1):
         return True
     head = long_base + (8 << bits) + (2 << bits)
     used, entries = int(cache[head]), int(cache[head + 1])
@@ -81,20 +85,22 @@ class PieceCaches:
     def __init__(self) -> None:
         self.free: list[np.ndarray] = []
         self.bits = MIN_CACHE_BITS  # the size caches have grown to: new ones start there
+        self.bytes_seen = 0  # text taken by all calls: a floor for the size (see take)
         self.grow = True  # False: caches are handed out as they are (tests pin one)
         self._unchecked = 0  # bytes taken since a cache was last looked at (see take)
 
     def take(self, nbytes: int) -> np.ndarray:
         """A piece cache for a call about to encode ``nbytes``: one from the free list, grown
-        first if it is smaller than another has grown to (or than a set per 256 bytes of this
-        call), or if ``CHECK_BYTES`` have been taken since the last look and it is crowded;
-        else a new one as big as they have grown.
+        first if it is smaller than another has grown to or than a set per 256 bytes of all
+        text taken so far, or if ``CHECK_BYTES`` have been taken since the last look and it is
+        crowded; else a new one as big as they have grown.
 
         No lock: the free list's pop and append are atomic, and the counters only schedule
         looks (an update lost between two threads changes nothing that matters). A lock taken
         twice per call was ~0.7 us of a ~5.5 us short encode."""
-        if self.grow:  # a long call starts with a set per 256 bytes of it: fewer growths on the way
-            self.bits = max(self.bits, min(CACHE_BITS, (nbytes >> 8).bit_length()))
+        self.bytes_seen += nbytes
+        if self.grow:  # at least a set per 256 bytes seen: misses cost ~30 hits, even in sparse sets
+            self.bits = max(self.bits, min(CACHE_BITS, (self.bytes_seen >> 8).bit_length()))
         try:
             cache = self.free.pop()
         except IndexError:
@@ -103,18 +109,19 @@ class PieceCaches:
             return cache
         if len(cache) < _k.piece_cache_size(self.bits):
             return self._grown(cache, self.bits)
-        return self.check(cache, nbytes)
+        return self.check(cache, nbytes, between_calls=True)
 
-    def check(self, cache: np.ndarray, nbytes: int) -> np.ndarray:
+    def check(self, cache: np.ndarray, nbytes: int, between_calls: bool = False) -> np.ndarray:
         """``cache`` after ``nbytes`` more of text went into it (a long call reports each
         block): every ``CHECK_BYTES``, a crowded cache is replaced by a bigger one holding its
-        entries. Use the cache this returns."""
+        entries (within a call, crowded long-piece sets or arena only). Use the cache this
+        returns."""
         self._unchecked += nbytes
         if self._unchecked < CHECK_BYTES or not self.grow:
             return cache
         self._unchecked = 0
         bits = cache_bits(cache)
-        if bits >= CACHE_BITS or not crowded(cache):
+        if bits >= CACHE_BITS or not crowded(cache, short=between_calls):
             return cache
         return self._grown(cache, min(CACHE_BITS, bits + GROW_BITS))
 
@@ -142,4 +149,4 @@ class PieceCaches:
         to time a first pass)."""
         self.free.clear()
         self.bits = MIN_CACHE_BITS
-        self._unchecked = 0
+        self.bytes_seen = self._unchecked = 0
