@@ -476,6 +476,14 @@ def _space_run(data, i, e, end, flags, crlf_end):
 
 
 @_inline
+def _put_piece(flat, n, s, e):
+    """Write the piece (s, e) as row n of the flattened output; return n + 1."""
+    flat[_u(2 * n)] = s
+    flat[_u(2 * n + 1)] = e
+    return n + 1
+
+
+@_inline
 def _nonascii_letters(data, i, end, flags, pattern):
     """End of the piece at ``i`` if it is a letter run after a non-ASCII start, else -1: a run
     whose first letter is not ASCII, after one space or not, or (cl100k, o200k) any letter run
@@ -608,9 +616,7 @@ def _split_gpt2(data, docs, flags, out, n, d, i):
                 return n, d, i
             e = _nonascii_letters(data, i, end, flags, 0)
             if e >= 0:
-                flat[_u(2 * n)] = i
-                flat[_u(2 * n + 1)] = e
-                n += 1
+                n = _put_piece(flat, n, i, e)
                 i = e
                 continue
             off = i - wb
@@ -654,9 +660,7 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
                 return n, d, i
             e = _nonascii_letters(data, i, end, flags, 1)
             if e >= 0:
-                flat[_u(2 * n)] = i
-                flat[_u(2 * n + 1)] = e
-                n += 1
+                n = _put_piece(flat, n, i, e)
                 i = e
                 continue
             off = i - wb
@@ -823,9 +827,7 @@ def _split_o200k(data, docs, flags, out, n, d, i):
                 return n, d, i
             e = _nonascii_letters(data, i, end, flags, 2)
             if e >= 0:
-                flat[_u(2 * n)] = i
-                flat[_u(2 * n + 1)] = e
-                n += 1
+                n = _put_piece(flat, n, i, e)
                 i = e
                 continue
             e = np.int64(-1)
