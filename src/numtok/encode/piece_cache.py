@@ -88,6 +88,7 @@ class PieceCaches:
         self.bytes_seen = 0  # text taken by all calls: a floor for the size (see take)
         self.grow = True  # False: caches are handed out as they are (tests pin one)
         self._unchecked = 0  # bytes taken since a cache was last looked at (see take)
+        self._sized()
 
     def take(self, nbytes: int) -> np.ndarray:
         """A piece cache for a call about to encode ``nbytes``: one from the free list, grown
@@ -97,19 +98,31 @@ class PieceCaches:
 
         No lock: the free list's pop and append are atomic, and the counters only schedule
         looks (an update lost between two threads changes nothing that matters). A lock taken
-        twice per call was ~0.7 us of a ~5.5 us short encode."""
-        self.bytes_seen += nbytes
-        if self.grow:  # at least a set per 256 bytes seen: misses cost ~30 hits, even in sparse sets
-            self.bits = max(self.bits, min(CACHE_BITS, (self.bytes_seen >> 8).bit_length()))
+        twice per call was ~0.7 us of a ~5.5 us short encode; most calls return at the first
+        test."""
+        self.bytes_seen = seen = self.bytes_seen + nbytes
         try:
             cache = self.free.pop()
         except IndexError:
+            cache = None
+        if cache is not None and len(cache) >= self._len and seen < self._floor_until and self._unchecked + nbytes < CHECK_BYTES:
+            self._unchecked += nbytes
+            return cache
+        if self.grow and seen >= self._floor_until:  # a set per 256 bytes seen: misses cost ~30 hits
+            self.bits = max(self.bits, min(CACHE_BITS, (seen >> 8).bit_length()))
+            self._sized()
+        if cache is None:
             return _k.new_piece_cache(self.bits)
         if not self.grow:
             return cache
-        if len(cache) < _k.piece_cache_size(self.bits):
+        if len(cache) < self._len:
             return self._grown(cache, self.bits)
         return self.check(cache, nbytes, between_calls=True)
+
+    def _sized(self) -> None:
+        """Note the length of a cache of ``bits`` and the bytes seen that would raise it."""
+        self._len = _k.piece_cache_size(self.bits)
+        self._floor_until = 1 << (self.bits + 8) if self.bits < CACHE_BITS else 1 << 62
 
     def check(self, cache: np.ndarray, nbytes: int, between_calls: bool = False) -> np.ndarray:
         """``cache`` after ``nbytes`` more of text went into it (a long call reports each
@@ -128,7 +141,9 @@ class PieceCaches:
     def _grown(self, cache: np.ndarray, bits: int) -> np.ndarray:
         bigger = _k.new_piece_cache(bits)
         _k.grow_piece_cache(cache, bigger)
-        self.bits = max(self.bits, bits)
+        if bits > self.bits:
+            self.bits = bits
+            self._sized()
         return bigger
 
     def give(self, cache: np.ndarray) -> None:
@@ -150,3 +165,4 @@ class PieceCaches:
         self.free.clear()
         self.bits = MIN_CACHE_BITS
         self.bytes_seen = self._unchecked = 0
+        self._sized()
