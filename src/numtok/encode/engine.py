@@ -176,9 +176,10 @@ def run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, caches
     k = 0
     whole = len(groups) == 1
     piece_cache = caches[0]
-    for g0, g1 in groups:
-        if piece_cache is not NO_CACHE and not whole:
-            caches[0] = piece_cache = tok._piece_caches.check(piece_cache, int(docs[g1 - 1, 1] - docs[g0, 0]))
+    for g, (g0, g1) in enumerate(groups):
+        if g > 0 and piece_cache is not NO_CACHE:  # the call's bytes were counted when it took the cache
+            p0, p1 = groups[g - 1]
+            caches[0] = piece_cache = tok._piece_caches.check(piece_cache, int(docs[p1 - 1, 1] - docs[p0, 0]))
         gdocs, gend, gspecial = (docs, doc_end, doc_special) if whole else (docs[g0:g1], doc_end[g0:g1], doc_special[g0:g1])
         gspans = spans
         if gspans is None:

@@ -275,13 +275,19 @@ def _plain_starts_after(starts, bad, off, absorbs_next):
 
 
 @_inline
+def _put_piece(flat, n, s, e):
+    """Write the piece (s, e) as row n of the flattened output; return n + 1."""
+    flat[_u(2 * n)] = s
+    flat[_u(2 * n + 1)] = e
+    return n + 1
+
+
+@_inline
 def _write_starts(flat, n, i, wb, m):
     """Write the pieces from ``i`` to each start in ``m`` (window bits from ``wb``)."""
     while m:
         e = wb + np.int64(trailing_zeros(m))
-        flat[_u(2 * n)] = i
-        flat[_u(2 * n + 1)] = e
-        n += 1
+        n = _put_piece(flat, n, i, e)
         i = e
         m &= m - _M1
     return n, i
@@ -476,14 +482,6 @@ def _space_run(data, i, e, end, flags, crlf_end):
 
 
 @_inline
-def _put_piece(flat, n, s, e):
-    """Write the piece (s, e) as row n of the flattened output; return n + 1."""
-    flat[_u(2 * n)] = s
-    flat[_u(2 * n + 1)] = e
-    return n + 1
-
-
-@_inline
 def _nonascii_letters(data, i, end, flags, pattern):
     """End of the piece at ``i`` if it is a letter run after a non-ASCII start, else -1: a run
     whose first letter is not ASCII, after one space or not, or (cl100k, o200k) any letter run
@@ -635,9 +633,7 @@ def _split_gpt2(data, docs, flags, out, n, d, i):
                     n, i = _write_starts(flat, n, i, wb, m)
                     continue
             e = _gpt2_piece(data, i, end, flags)
-            flat[_u(2 * n)] = i
-            flat[_u(2 * n + 1)] = e
-            n += 1
+            n = _put_piece(flat, n, i, e)
             i = e
         d += 1
         if d < ndocs:
@@ -704,9 +700,7 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
                 e = _cl100k_piece(data, i, end, flags)
             else:
                 e += i
-            flat[_u(2 * n)] = i
-            flat[_u(2 * n + 1)] = e
-            n += 1
+            n = _put_piece(flat, n, i, e)
             i = e
         d += 1
         if d < ndocs:
@@ -875,9 +869,7 @@ def _split_o200k(data, docs, flags, out, n, d, i):
                 e = _o200k_piece(data, i, end, flags)
             else:
                 e += i
-            flat[_u(2 * n)] = i
-            flat[_u(2 * n + 1)] = e
-            n += 1
+            n = _put_piece(flat, n, i, e)
             i = e
         d += 1
         if d < ndocs:
