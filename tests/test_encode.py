@@ -673,6 +673,24 @@ def test_padded_utf8_reads_every_str_kind(text, widener, data):
     assert ends.tolist() == [len(text[:c].encode("utf-8")) for c in cuts]
 
 
+@SETTINGS
+@given(
+    st.lists(st.sampled_from(["a", " ", ".", "é", "я", "\u0915", "한", "中", "\u20ac", "\U0001F600"]), min_size=1, max_size=8).flatmap(
+        lambda alphabet: st.text(st.sampled_from(alphabet), min_size=28, max_size=200)
+    ),
+    st.sampled_from([0, 1, 8]),
+)
+def test_padded_utf8_blocks_of_mixed_widths(text, pad):
+    """Blocks of 32 characters with ASCII and 2-, 3- and 4-byte characters in any order, up to
+    a buffer with no room past the worst case (``pad`` 0: the last characters are written a
+    byte at a time), give str.encode's bytes."""
+    from numtok._native.utf8 import padded_utf8
+
+    out, _ = padded_utf8(text, pad, np.zeros(0, np.int64))
+    assert out.tobytes() == text.encode("utf-8")
+    assert out.base[len(out) : len(out) + pad].tolist() == [0] * pad
+
+
 def test_utf8_conversion_falls_back_when_its_buffer_is_refused(monkeypatch):
     """The GIL-free conversion reserves the worst case (4 bytes a character for a 4-byte str);
     where the OS refuses that much address space, str.encode (real size) takes over."""

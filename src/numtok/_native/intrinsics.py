@@ -50,6 +50,28 @@ def load_u64(typingctx, arr, idx):
 
 
 @intrinsic
+def store_u32(typingctx, arr, idx, value):
+    """Store the low 4 bytes of the integer ``value`` at element ``idx`` of a 1-D C uint8
+    array, little-endian (unaligned store, no checks): how a character's whole UTF-8 (1 to 4
+    bytes) is written at once; bytes past its length are overwritten by the next one."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and arr.dtype == types.uint8):
+        return None
+    if not isinstance(value, types.Integer):
+        return None
+    sig = types.void(arr, idx, value)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), ir.IntType(32).as_pointer())
+        v = args[2]
+        v = builder.trunc(v, ir.IntType(32)) if v.type.width > 32 else builder.zext(v, ir.IntType(32)) if v.type.width < 32 else v
+        builder.store(v, ptr, align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
 def str_data_address(typingctx, s):
     """The address of a str's code units (``s._kind`` bytes each: 1, 2 or 4), in CPython's
     own buffer; read them with :func:`address_view` while the str is alive."""

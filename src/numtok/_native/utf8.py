@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
-from .intrinsics import address_view, load_u64, narrow_ascii32, str_data_address
+from .intrinsics import address_view, load_u64, narrow_ascii32, store_u32, str_data_address
 from .jit import cached_njit
 
 
@@ -88,6 +88,31 @@ def utf8_error_offset(data: np.ndarray) -> int:
 # character), of one long str here and of each text of a batch in ``pystr``, so threads
 # convert in parallel instead of waiting for the one that holds the GIL to run ``str.encode``.
 
+@njit(inline="always")
+def _put_utf8(c, out, o):
+    """Write the UTF-8 of code point ``c`` at ``out[o]``; return where it ends, or -1 for a
+    surrogate."""
+    if c < 0x80:
+        out[o] = np.uint8(c)
+        return o + 1
+    if c < 0x800:
+        out[o] = np.uint8(0xC0 | (c >> 6))
+        out[o + 1] = np.uint8(0x80 | (c & 0x3F))
+        return o + 2
+    if c < 0x10000:
+        if 0xD800 <= c <= 0xDFFF:
+            return -1
+        out[o] = np.uint8(0xE0 | (c >> 12))
+        out[o + 1] = np.uint8(0x80 | ((c >> 6) & 0x3F))
+        out[o + 2] = np.uint8(0x80 | (c & 0x3F))
+        return o + 3
+    out[o] = np.uint8(0xF0 | (c >> 18))
+    out[o + 1] = np.uint8(0x80 | ((c >> 12) & 0x3F))
+    out[o + 2] = np.uint8(0x80 | ((c >> 6) & 0x3F))
+    out[o + 3] = np.uint8(0x80 | (c & 0x3F))
+    return o + 4
+
+
 @cached_njit(nogil=True)
 def _units_to_utf8(units, out, start, char_ends, byte_ends):
     """Write the UTF-8 of the code units (uint8/16/32) into ``out`` from ``start`` on and
@@ -95,48 +120,50 @@ def _units_to_utf8(units, out, start, char_ends, byte_ends):
     ``byte_ends[q]`` gets the byte offset of character offset ``char_ends[q]`` (ascending)."""
     n = units.shape[0]
     nq = char_ends.shape[0]
+    nout = out.shape[0]
+    widest = min(units.itemsize + 1, 4)  # UTF-8 bytes a unit of this width can need
     o = start
     i = 0
     for q in range(nq + 1):
         stop = char_ends[q] if q < nq else n
+        # Blocks of 32 characters: all ASCII, one vector store; otherwise the block's
+        # characters from its first to its last non-ASCII one (the next block starts after
+        # them) are written without a branch per character, each one's UTF-8 stored as one
+        # 4-byte word: a branch per length or per ASCII test mispredicted at every space of
+        # Korean or Russian text.
         while i < stop:
-            if stop - i >= 32:  # 32 characters at once while they are ASCII
+            if stop - i >= 32:
                 wide = narrow_ascii32(units, i, out, o)
                 if wide == 0:
                     i += 32
                     o += 32
                     continue
                 t = np.int64(trailing_zeros(wide))
+                end = i + 32 - np.int64(leading_zeros(wide))  # past the block's last non-ASCII one
                 i += t
                 o += t
-            # One character at a time, for at least 16 and then until an ASCII one: in CJK
-            # text, where only some spaces and punctuation are ASCII, 32 at once rarely works.
-            until = min(stop, i + 16)
-            while True:
-                c = np.int64(units[i])
-                i += 1
-                if c < 0x80:
-                    out[o] = np.uint8(c)
-                    o += 1
-                elif c < 0x800:
-                    out[o] = np.uint8(0xC0 | (c >> 6))
-                    out[o + 1] = np.uint8(0x80 | (c & 0x3F))
-                    o += 2
-                elif c < 0x10000:
-                    if 0xD800 <= c <= 0xDFFF:
+            else:
+                end = stop
+            if o + widest * (end - i) + 1 > nout:  # the last word would pass out's end
+                while i < end:
+                    o = _put_utf8(np.int64(units[i]), out, o)
+                    if o < 0:
                         return -1
-                    out[o] = np.uint8(0xE0 | (c >> 12))
-                    out[o + 1] = np.uint8(0x80 | ((c >> 6) & 0x3F))
-                    out[o + 2] = np.uint8(0x80 | (c & 0x3F))
-                    o += 3
-                else:
-                    out[o] = np.uint8(0xF0 | (c >> 18))
-                    out[o + 1] = np.uint8(0x80 | ((c >> 12) & 0x3F))
-                    out[o + 2] = np.uint8(0x80 | ((c >> 6) & 0x3F))
-                    out[o + 3] = np.uint8(0x80 | (c & 0x3F))
-                    o += 4
-                if i >= stop or (i >= until and units[i] < 0x80):
-                    break
+                    i += 1
+                continue
+            bad = False
+            while i < end:
+                c = np.int64(units[np.uint64(i)])  # unsigned: no negative-index wraparound
+                i += 1
+                w2 = (0xC0 | (c >> 6)) | ((0x80 | (c & 0x3F)) << 8)
+                w3 = (0xE0 | (c >> 12)) | ((0x80 | ((c >> 6) & 0x3F)) << 8) | ((0x80 | (c & 0x3F)) << 16)
+                w4 = (0xF0 | (c >> 18)) | ((0x80 | ((c >> 12) & 0x3F)) << 8) | ((0x80 | ((c >> 6) & 0x3F)) << 16) | ((0x80 | (c & 0x3F)) << 24)
+                w = w4 if c >= 0x10000 else (w3 if c >= 0x800 else (w2 if c >= 0x80 else c))
+                store_u32(out, o, w)
+                o += 1 + np.int64(c >= 0x80) + np.int64(c >= 0x800) + np.int64(c >= 0x10000)
+                bad |= ((c - 0xD800) >> 11) == 0  # a surrogate: U+D800..U+DFFF
+            if bad:
+                return -1
         if q < nq:
             byte_ends[q] = o
     return o
