@@ -806,9 +806,10 @@ def test_piece_cache_grows_with_its_entries():
     enc._piece_caches = PieceCaches()
 
 
-def test_long_piece_region_is_two_way():
-    """Three long pieces of one long-region set: the first stays in way 0, later ones take way 1,
-    and a lookup reads both ways (an id planted in either comes back out)."""
+def test_long_piece_region_is_two_way_then_spills_to_the_arena():
+    """Three long pieces of one long-region set: the first takes way 0, the second way 1, and
+    the third, with both ways taken, goes to the arena; a lookup reads both ways and the arena
+    (an id planted in any of the three comes back out)."""
     from numtok.encode import _kernels as kernels
 
     enc = numtok.load("cl100k_base")
@@ -837,12 +838,14 @@ def test_long_piece_region_is_two_way():
 
     encode(a)
     cache = encode(b)
-    assert piece_cache_long_set(cache, bits, index) == [(a.encode(), ids(ref.encode_ordinary(a))), (b.encode(), ids(ref.encode_ordinary(b)))]
+    in_ways = [(a.encode(), ids(ref.encode_ordinary(a))), (b.encode(), ids(ref.encode_ordinary(b)))]
+    assert piece_cache_long_set(cache, bits, index) == in_ways
     cache = encode(c)
-    assert piece_cache_long_set(cache, bits, index) == [(a.encode(), ids(ref.encode_ordinary(a))), (c.encode(), ids(ref.encode_ordinary(c)))]
-    for way, piece in ((0, a), (1, c)):  # plant id 0 as the first id: a hit reads it back
-        at = (8 << bits) + 32 * index + 16 * way + 9
-        cache[at] = cache[at] & ~np.uint64((1 << 21) - 1)
+    assert piece_cache_long_set(cache, bits, index) == in_ways
+    assert piece_cache_arena(cache, bits) == [(c.encode(), ids(ref.encode_ordinary(c)))]
+    arena_ids = piece_cache_arena_head(bits) + 8 + 1 + (len(c.encode()) + 7) // 8
+    for at, piece in (((8 << bits) + 32 * index + 9, a), ((8 << bits) + 32 * index + 16 + 9, b), (arena_ids, c)):
+        cache[at] = cache[at] & ~np.uint64((1 << 21) - 1)  # plant id 0 as the first id: a hit reads it back
         assert ids(enc.encode_ordinary(piece))[0] == 0
     enc._piece_caches = PieceCaches()
 

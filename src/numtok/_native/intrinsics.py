@@ -50,6 +50,24 @@ def load_u64(typingctx, arr, idx):
 
 
 @intrinsic
+def store_u64(typingctx, arr, idx, value):
+    """Store the 8 bytes of the integer ``value`` at element ``idx`` of a 1-D C array,
+    little-endian (unaligned store, no checks): two int32 ids packed in one word are written
+    with one store."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and isinstance(value, types.Integer) and value.bitwidth == 64):
+        return None
+    sig = types.void(arr, idx, value)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), ir.IntType(64).as_pointer())
+        builder.store(args[2], ptr, align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
 def store_u32(typingctx, arr, idx, value):
     """Store the low 4 bytes of the integer ``value`` at element ``idx`` of a 1-D C uint8
     array, little-endian (unaligned store, no checks): how a character's whole UTF-8 (1 to 4

@@ -25,6 +25,8 @@ from numba.extending import (
     unbox,
 )
 
+from .intrinsics import store_u64
+
 
 class CountSink:
     """``n`` slots that keep nothing, for a kernel that writes ids (see the module's doc).
@@ -97,6 +99,28 @@ def _shape(sink):
         return (sink.n,)
 
     return shape
+
+
+def store_id_pair(out, k, pair):
+    """Write the two int32 ids packed in the uint64 ``pair`` (first in the low half) at
+    ``out[k]`` and ``out[k + 1]`` with one store; nothing for a sink. No bounds check."""
+
+
+@overload(store_id_pair, inline="always")
+def _store_id_pair(out, k, pair):
+    if isinstance(out, CountSinkType):
+
+        def store_nothing(out, k, pair):
+            pass
+
+        return store_nothing
+    if isinstance(out, types.Array) and out.dtype == types.int32:
+
+        def store(out, k, pair):
+            store_u64(out, k, pair)
+
+        return store
+    return None
 
 
 # Read by Numba's typeof before anything else: a call with a sink costs what one with an array

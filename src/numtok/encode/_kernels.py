@@ -56,6 +56,7 @@ from .._native import hugepages as _hugepages
 from .._native.intrinsics import load_u64, prefetch
 from .._native.jit import cached_njit
 from .._native.sink import CountSink  # noqa: F401 - registers its Numba type (encode_spans counts into one)
+from .._native.sink import store_id_pair
 from ..pretokenizers._scanners import is_cut, scan_whole
 
 INF_PRIORITY = 0x7FFFFFFF
@@ -100,6 +101,8 @@ LONG_SHIFT = 1
 LONG_MAX_BYTES = 64
 LONG_MAX_IDS = 21
 _ID_MASK = np.uint64((1 << ID_BITS) - 1)
+_ID_SHIFT1 = np.uint64(ID_BITS)
+_ID_SHIFT2 = np.uint64(2 * ID_BITS)
 # After the long-piece region, the arena, for pieces of any length (CJK and Japanese letter runs
 # are often 65-300 bytes, a quarter of their text: merged again on every pass without it): an
 # index of 2 << bits words, (low 32 bits of the piece's hash) << 32 | (offset + 1) (0 = empty);
@@ -122,6 +125,9 @@ ARENA_MAX_SHIFT = 3
 
 # How many pieces ahead encode_spans prefetches table lines.
 _PREFETCH_DISTANCE = 12
+_HASH_RING = 16  # > _PREFETCH_DISTANCE, a power of two
+_HASH_MASK = _HASH_RING - 1
+_HASH_MASK_U = np.uint64(_HASH_MASK)
 
 # Status codes returned by encode_spans.
 ST_DONE = 0
@@ -159,6 +165,31 @@ def _hash_bytes(a, s, n):
         h = ((h ^ (h >> np.uint64(29))) ^ _load_word(a, s + i, min(n - i, 8))) * _C1
         i += 8
     return k0, h
+
+
+@njit(inline="always")
+def _short_key(a, s, n):
+    """(bytes 0-7 packed, bytes 8-14 packed or 0, ``_hash_bytes``' hash) of the n bytes at
+    a[s:] for 1 <= n <= 15, without a branch on n."""
+    k0 = _load_word(a, s, min(n, 8))
+    w1 = load_u64(a, s + 8) & ((_U1 << np.uint64(8 * max(n - 8, 0))) - _U1)
+    h = (k0 ^ (np.uint64(n) * _C2)) * _C1
+    h2 = ((h ^ (h >> np.uint64(29))) ^ w1) * _C1
+    return k0, w1, h2 if n > 8 else h
+
+
+@njit(inline="always")
+def _long_differs(cache, way, data, s, L):
+    """0 if the long-region entry at ``way`` holds the L bytes at data[s:] (16 <= L <= 32),
+    else not: its length and its four byte words (zero past its length) against the piece's,
+    masked the same way, all compared without a branch."""
+    diff = (cache[_u(way + 8)] & np.uint64(0xFF)) ^ np.uint64(L)
+    last = (L - 1) >> 3  # the piece's last word: no load starts past it
+    for q in range(4):
+        r = np.uint64(4 * min(max(L - 8 * q, 0), 8))
+        mask = ((_U1 << r) << r) - _U1  # r = 32: all ones, with no shift by 64
+        diff |= cache[_u(way + q)] ^ (load_u64(data, s + 8 * min(q, last)) & mask)
+    return diff
 
 
 @njit(inline="always")
@@ -839,10 +870,11 @@ def encode_spans(
     nxt = np.empty(heap_size, np.int64)
     prv = np.empty(heap_size, np.int64)
     heap = np.empty(3 * heap_size, np.int64)
+    hashes = np.empty(_HASH_RING, np.uint64)
     return _encode_loop(
         data, spans, docs, doc_special, doc_end, j, d, out, k,
         byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-        units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap,
+        units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes,
     )  # fmt: skip
 
 
@@ -852,9 +884,11 @@ def encode_spans(
 def _encode_loop(
     data, spans, docs, doc_special, doc_end, j, d, out, k,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-    units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap,
+    units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes,
 ):  # fmt: skip
-    """The loop of ``encode_spans``, with its work arrays."""
+    """The loop of ``encode_spans``, with its work arrays. ``hashes[j % _HASH_RING]`` holds the
+    hash of piece ``j`` (of 9 to ``hash_max`` bytes) from when its lines were prefetched, so a
+    piece is hashed once (a 16-byte piece's hash is a chain of three multiplies)."""
     tbits = _table_bits(tok_tab)
     wbits = _table_bits(whole_tab)
     pbits = _log2_len(ptab)
@@ -868,6 +902,14 @@ def _encode_loop(
     extra = 1 if eow_id >= 0 else 0
     plain_bytes = units == 0 and eow_id < 0
     hash_max = max(max_whole_len, arena_max)
+    # A short piece's set: (h >> cshift) & cmask, which is set 0 of the no-cache placeholder
+    # (its one set is empty, and a key holds the length: nothing matches it).
+    cshift = np.uint64(64 - cache_bits) if cache_bits > 0 else np.uint64(0)
+    cmask = (np.uint64(1) << np.uint64(cache_bits)) - np.uint64(1)
+    for a in range(j, min(j + _PREFETCH_DISTANCE, n_spans)):  # pieces the loop will not prefetch
+        La = spans[a, 1] - spans[a, 0]
+        if La > 8 and La <= hash_max:
+            _, hashes[a & _HASH_MASK] = _hash_bytes(data, spans[a, 0], La)
 
     for d in range(d, docs.shape[0]):  # noqa: B020 - resumes at the document it stopped in
         # The document's last span + 1, found by bisection: the loop below then tests an index,
@@ -891,29 +933,40 @@ def _encode_loop(
                 L2 = spans[_u(ahead), 1] - s2
                 if L2 <= 8:
                     _, h2 = _hash_head(data, s2, L2)
-                    wslot = np.int64(h2 >> np.uint64(64 - wbits))
-                    prefetch(whole_tab, 2 * wslot)
-                    if cache_bits > 0:
-                        prefetch(cache, 8 * np.int64(h2 >> np.uint64(64 - cache_bits)))
+                    prefetch(whole_tab, _U2 * (h2 >> np.uint64(64 - wbits)))
+                    prefetch(cache, 8 * ((h2 >> cshift) & cmask))
+                elif L2 <= CACHE_MAX_BYTES:
+                    _, _, h2 = _short_key(data, s2, L2)
+                    wslot = h2 >> np.uint64(64 - wbits)
+                    prefetch(whole_tab, _U2 * wslot)
+                    prefetch(whole_ext, wslot)
+                    prefetch(cache, 8 * ((h2 >> cshift) & cmask))
+                    # A short piece of 4+ CJK letters (likely 5+ ids) is looked for in the
+                    # long-piece region too: its set's four lines.
+                    if L2 >= 12 and data[_u(s2)] >= 0xE0 and cache_bits > 0:
+                        e2 = long_base + 32 * np.int64(h2 >> np.uint64(64 - long_bits))
+                        prefetch(cache, e2)
+                        prefetch(cache, e2 + 8)
+                        prefetch(cache, e2 + 16)
+                        prefetch(cache, e2 + 24)
                 elif L2 <= hash_max:
-                    k02, h2 = _hash_bytes(data, s2, L2)
-                    wslot = np.int64(h2 >> np.uint64(64 - wbits))
-                    prefetch(whole_tab, 2 * wslot)
+                    _, h2 = _hash_bytes(data, s2, L2)
+                    hashes[_u(ahead) & _HASH_MASK_U] = h2
+                    wslot = h2 >> np.uint64(64 - wbits)
+                    prefetch(whole_tab, _U2 * wslot)
                     prefetch(whole_ext, wslot)
                     if cache_bits > 0:
-                        if L2 <= cache_max:
-                            prefetch(cache, 8 * np.int64(h2 >> np.uint64(64 - cache_bits)))
-                        # A long piece, or a short one of 4+ CJK letters (likely 5+ ids), is
-                        # looked for in the long-piece region: its set's four lines; a longer
-                        # one in the arena's index.
+                        # A long piece's set in the long-piece region (four lines); a longer
+                        # one's slot in the arena's index.
                         if L2 > long_max:
                             prefetch(cache, index + np.int64(h2 >> np.uint64(64 - cache_bits - ARENA_INDEX_SHIFT)))
-                        elif L2 > cache_max or (L2 >= 12 and data[_u(s2)] >= 0xE0):
+                        else:
                             e2 = long_base + 32 * np.int64(h2 >> np.uint64(64 - long_bits))
                             prefetch(cache, e2)
                             prefetch(cache, e2 + 8)
                             prefetch(cache, e2 + 16)
                             prefetch(cache, e2 + 24)
+                            prefetch(cache, index + np.int64(h2 >> np.uint64(64 - cache_bits - ARENA_INDEX_SHIFT)))
             s = spans[_u(j), 0]
             L = spans[_u(j), 1] - s
             if k + L + extra > cap:
@@ -923,6 +976,7 @@ def _encode_loop(
             k1 = _U64_0
             cslot = -1
             lslot = -1
+            spill = False
             if L <= 8:
                 # Most pieces: one masked load, one hash, then the key and its length in one
                 # test (no branch on the length: 1-2-byte pieces take this path too).
@@ -934,22 +988,32 @@ def _encode_loop(
                     k += 1
                     j += 1
                     continue
-            if L <= hash_max:
-                k0, h = _hash_bytes(data, s, L)
-                if L <= cache_max:
-                    k1 = np.uint64(L) << np.uint64(56)
-                    if L > 8:
-                        k1 |= _load_word(data, s + 8, L - 8)
-                    # Two-way sets (one 64-byte line): look in both ways.
-                    cslot = 8 * np.int64(h >> np.uint64(64 - cache_bits))
-                    way = -1
-                    if cache[_u(cslot)] == k0 and cache[_u(cslot + 1)] == k1:
-                        way = cslot
-                    elif cache[_u(cslot + 4)] == k0 and cache[_u(cslot + 5)] == k1:
-                        way = cslot + 4
-                    if way >= 0:
-                        a = cache[_u(way + 2)]
-                        b = cache[_u(way + 3)]
+            if L <= CACHE_MAX_BYTES:
+                # A piece of 9-15 bytes may be a token (its bytes 8-15 are in the whole-piece
+                # table's extension), then any short piece is looked for in the piece cache's
+                # set (both lines were prefetched), whose ids are written by two stores
+                # whatever their number: 2-4, in no order a branch predictor can learn in
+                # Korean or Russian text.
+                k0, w1, h = _short_key(data, s, L)
+                wslot = h >> np.uint64(64 - wbits)
+                meta = whole_tab[_U2 * wslot + _U1]
+                if (L > 8) & (whole_tab[_U2 * wslot] == k0) & ((meta >> _U32) == np.uint64(L)) & (L <= max_whole_len) & (whole_ext[wslot] == w1):
+                    out[_u(k)] = np.int64(meta & _LOW32)
+                    k += 1
+                    j += 1
+                    continue
+                k1 = (np.uint64(L) << np.uint64(56)) | w1
+                cslot = 8 * np.int64((h >> cshift) & cmask)
+                in1 = (cache[_u(cslot + 4)] == k0) & (cache[_u(cslot + 5)] == k1)
+                if in1 | ((cache[_u(cslot)] == k0) & (cache[_u(cslot + 1)] == k1)):
+                    way = cslot + (np.int64(in1) << 2)
+                    a = cache[_u(way + 2)]
+                    b = cache[_u(way + 3)]
+                    if k + CACHE_MAX_IDS <= cap:
+                        store_id_pair(out, k, a)
+                        store_id_pair(out, k + 2, b)
+                        k += 1 + np.int64((a >> _U32) != _LOW32) + np.int64((b & _LOW32) != _LOW32) + np.int64((b >> _U32) != _LOW32)
+                    else:
                         out[k] = np.int64(a & _LOW32)
                         k += 1
                         if (a >> _U32) != _LOW32:
@@ -961,8 +1025,14 @@ def _encode_loop(
                                 if (b >> _U32) != _LOW32:
                                     out[k] = np.int64(b >> _U32)
                                     k += 1
-                        j += 1
-                        continue
+                    j += 1
+                    continue
+                if cache_bits == 0:
+                    cslot = -1  # no cache: nothing is stored
+            elif L <= hash_max:
+                k0 = load_u64(data, s)
+                h = hashes[_u(j) & _HASH_MASK_U]
+            if L <= hash_max:
                 # Not in the token table's home slot nor in the piece cache (both lines were
                 # prefetched): a token further along its probe chain, a piece in the long-piece
                 # region, or a piece to merge. (Probing the chain before the cache cost a line
@@ -982,21 +1052,48 @@ def _encode_loop(
                     # arena mark whose entry is gone is stored again where the mark is.
                     lslot = lset if cache[_u(lset + 8)] == _U64_0 else lset + 16
                     hit = False
-                    for way in range(lset, lset + 32, 16):
-                        if np.int64(cache[_u(way + 8)] & np.uint64(0xFF)) == L:
-                            q = 0
-                            while q < L and cache[_u(way + (q >> 3))] == _load_word(data, s + q, min(L - q, 8)):
-                                q += 8
-                            if q >= L:
-                                lslot = way
-                                hit = True
-                                break
+                    if L <= 32:  # both ways compared whole, no branch per word or way
+                        in0 = _long_differs(cache, lset, data, s, L) == _U64_0
+                        in1 = _long_differs(cache, lset + 16, data, s, L) == _U64_0
+                        hit = in0 | in1
+                        lslot = lset if in0 else (lset + 16 if in1 else lslot)
+                    else:
+                        for way in range(lset, lset + 32, 16):
+                            if np.int64(cache[_u(way + 8)] & np.uint64(0xFF)) == L:
+                                q = 0
+                                while q < L and cache[_u(way + (q >> 3))] == _load_word(data, s + q, min(L - q, 8)):
+                                    q += 8
+                                if q >= L:
+                                    lslot = way
+                                    hit = True
+                                    break
                     if hit:
                         m = np.int64(cache[_u(lslot + 8)] >> np.uint64(8))
-                        if m <= LONG_MAX_IDS:
-                            for q in range(m):
-                                out[k + q] = np.int64((cache[lslot + 9 + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
+                        if m <= 6 and k + 6 <= cap:  # most: two words of ids, all six written
+                            x = cache[_u(lslot + 9)]
+                            y = cache[_u(lslot + 10)]
+                            out[_u(k)] = np.int64(x & _ID_MASK)
+                            out[_u(k + 1)] = np.int64((x >> _ID_SHIFT1) & _ID_MASK)
+                            out[_u(k + 2)] = np.int64((x >> _ID_SHIFT2) & _ID_MASK)
+                            out[_u(k + 3)] = np.int64(y & _ID_MASK)
+                            out[_u(k + 4)] = np.int64((y >> _ID_SHIFT1) & _ID_MASK)
+                            out[_u(k + 5)] = np.int64((y >> _ID_SHIFT2) & _ID_MASK)
                             k += m
+                            j += 1
+                            continue
+                        if m <= LONG_MAX_IDS:
+                            if k + m + 2 <= cap:  # three ids per word, all three written
+                                for w in range(lslot + 9, lslot + 9 + (m + 2) // 3):
+                                    x = cache[_u(w)]
+                                    out[_u(k)] = np.int64(x & _ID_MASK)
+                                    out[_u(k + 1)] = np.int64((x >> _ID_SHIFT1) & _ID_MASK)
+                                    out[_u(k + 2)] = np.int64((x >> _ID_SHIFT2) & _ID_MASK)
+                                    k += 3
+                                k -= 2 - (m + 2) % 3
+                            else:
+                                for q in range(m):
+                                    out[k + q] = np.int64((cache[lslot + 9 + q // 3] >> np.uint64(ID_BITS * (q % 3))) & _ID_MASK)
+                                k += m
                             j += 1
                             continue
                         k2 = _arena_lookup(cache, index, cache_bits, dbase, data, s, L, h, out, k)  # ARENA_MARK
@@ -1004,6 +1101,17 @@ def _encode_loop(
                             k = k2
                             j += 1
                             continue
+                    elif lslot != lset and cache[_u(lslot + 8)] != _U64_0 and L <= arena_max:
+                        # Both ways taken: the set's later pieces are kept in the arena, not in
+                        # way 1 in turn (CJK text has more distinct 16-64-byte pieces than the
+                        # biggest long region holds, and each miss is a merge of 16+ symbols).
+                        k2 = _arena_lookup(cache, index, cache_bits, dbase, data, s, L, h, out, k)
+                        if k2 >= 0:
+                            k = k2
+                            j += 1
+                            continue
+                        lslot = -1
+                        spill = True
                 if L > cache_max and L <= max_whole_len:
                     v = _find_key(whole_tab, whole_ext, wbits, tok_bytes, tok_off, data, s, L, k0, h)
                     if v >= 0:
@@ -1050,7 +1158,7 @@ def _encode_loop(
                 cache[e + 3] = packed1
             elif lslot >= 0 and n <= LONG_MAX_IDS:
                 _long_put(cache, lslot, data, s, L, n, sym, n)
-            elif (lslot >= 0 or L > long_max) and L <= arena_max:  # any length, or more than 21 ids
+            elif (lslot >= 0 or L > long_max or spill) and L <= arena_max:  # any length, more than 21 ids, or a full set
                 _arena_store(cache, index, cache_bits, head, dbase, data, s, L, h, sym, n, lslot)
             j += 1
         if doc_special[d] >= 0:
