@@ -55,8 +55,7 @@ from numba import njit
 from .._native import hugepages as _hugepages
 from .._native.intrinsics import load_u64, prefetch
 from .._native.jit import cached_njit
-from .._native.sink import CountSink  # noqa: F401 - registers its Numba type (encode_spans counts into one)
-from .._native.sink import store_id_pair
+from .._native.sink import store_id_pair  # the import also registers CountSink (encode_spans counts into one)
 from ..pretokenizers._scanners import is_cut, scan_whole
 
 INF_PRIORITY = 0x7FFFFFFF
