@@ -188,7 +188,7 @@ def _big_inputs(directory: Path, sample_text: str, n: int, copies: int) -> list[
 
 
 def test_worker_killed_mid_task_is_retried_and_output_identical(client, tmp_path, sample_text):
-    inputs = _big_inputs(tmp_path, sample_text, 2, 40)  # ~10 MB each: a task runs for a while
+    inputs = _big_inputs(tmp_path, sample_text, 2, 80)  # ~20 MB each: a task runs for a while
     out_dir = tmp_path / "out"
     result: list = []
     runner = threading.Thread(target=lambda: result.append(numtok.dask.encode_files(inputs, "o200k_base", out_dir)))
@@ -199,11 +199,11 @@ def test_worker_killed_mid_task_is_retried_and_output_identical(client, tmp_path
     busy_since = None
     while killed is None and time.time() < deadline and runner.is_alive():
         # The output is written to an unnamed file (O_TMPFILE) as it is encoded, so "mid-write"
-        # is a worker busy on a task for a while (a ~10 MB input takes seconds).
+        # is a worker busy on a task for a while (a ~20 MB input takes a second or more).
         busy = [w for w, keys in client.processing().items() if keys]
         if busy and busy_since is None:
             busy_since = time.time()
-        if busy and time.time() - busy_since > 0.5:
+        if busy and time.time() - busy_since > 0.2:
             os.kill(pids[busy[0]], signal.SIGKILL)  # a worker process, mid-write
             killed = busy[0]
         time.sleep(0.01)
