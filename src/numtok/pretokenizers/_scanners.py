@@ -445,6 +445,23 @@ def _class_run(data, p, end, flags, mask):
 
 
 @_inline
+def _two_byte_letters(data, p, end, flags):
+    """Where the run of 2-byte letters (Cyrillic, Greek, ...) from byte ``p`` stops: one
+    branch a character, the bytes' checks and the class together (``_class_run`` takes over
+    there; a byte it would not decode the same way stops it). 1.08x on Russian text; the same
+    for 3-byte letters was slower on Hangul and Devanagari (runs of 2-4 letters)."""
+    while p + 1 < end:
+        b0 = np.int64(data[_u(p)])
+        b1 = np.int64(data[_u(p + 1)])
+        c = flags[_u(((b0 & 0x1F) << 6) | (b1 & 0x3F))]
+        if (b0 >= 0xC2) & (b0 < 0xE0) & ((b1 & 0xC0) == 0x80) & (c & _L != 0):
+            p += 2
+        else:
+            break
+    return p
+
+
+@_inline
 def _digits_after(data, e, end, flags):
     """End of ``\\p{N}{1,3}`` whose first digit ends at ``e``: up to two more."""
     for _ in range(2):
@@ -503,7 +520,7 @@ def _nonascii_letters(data, i, end, flags, pattern):
         if c & _L == 0:
             return -1
     if pattern != 2:
-        return _class_run(data, j + k, end, flags, _L)
+        return _class_run(data, _two_byte_letters(data, j + k, end, flags) if k == 2 else j + k, end, flags, _L)
     e, _ = _o200k_letters_from(data, j, end, flags)
     if e >= 0:
         e += _contraction_ci(data, e, end)
