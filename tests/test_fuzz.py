@@ -25,6 +25,7 @@ import regex
 from conftest import FUZZ_COUNTS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from unicode_reference import differing_code_points
 
 import numtok
 from numtok.encode import registry
@@ -48,7 +49,9 @@ FIXTURES_OK = settings(deadline=None, suppress_health_check=[HealthCheck.functio
 # letters to the regex module but not to tiktoken's Rust regex: excluded from library
 # comparisons (Cn), kept for the pre-tokenizer (same tables as regex).
 ASSIGNED = st.characters(exclude_categories=["Cn"])  # lone surrogates (Cs) included
-EVERY = st.characters(exclude_categories=[])
+# For the comparison with regex: every code point but those a newer regex classifies otherwise
+# than numtok's Unicode 17.0 table (see unicode_reference).
+AGREED = st.characters(exclude_categories=[]).filter(lambda c: ord(c) not in differing_code_points())
 WHITESPACE = st.text(st.sampled_from(" \t\n\r\x0b\x0c\x85\u00a0\u1680\u2000\u2028\u2029\u202f\u3000"), min_size=1, max_size=40)
 DIGITS = st.text(st.sampled_from("0123456789٠١٢٣٤५६߀๑²½"), min_size=1, max_size=24)
 CONTRACTIONS = st.sampled_from(["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'T", "'RE", "'Ll", "’s", "n't", "'", "''"])
@@ -144,7 +147,7 @@ def compiled(pattern: str):
 @pytest.mark.parametrize("run", RUNS)
 @pytest.mark.parametrize("pattern", list(NAMED_PATTERNS))
 @FIXTURES_OK
-@given(batch=batches(EVERY))
+@given(batch=batches(AGREED))
 def test_pretokenizer_spans(run, pattern, batch):
     counted(f"spans:{pattern}", batch)
     for text in batch:

@@ -15,7 +15,6 @@ whitespace).
 
 from __future__ import annotations
 
-import functools
 import threading
 import warnings
 from pathlib import Path
@@ -26,6 +25,7 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numba import njit
+from unicode_reference import TABLE_REGEX_VERSION, differing_code_points, regex_differences
 
 from numtok._native import intrinsics as _intrinsics
 from numtok._native.utf8 import char_to_byte_offsets, utf8_bytes
@@ -34,42 +34,6 @@ from numtok.pretokenizers.patterns import NAMED_PATTERNS
 
 NAMES = ["gpt2", "r50k", "cl100k", "o200k"]
 SAMPLE = Path(__file__).parent / "data" / "sample_mixed.txt"
-
-# The shipped table is Unicode 17.0.0 (unicodedata2 17.0.1), the version of regex 2026.5.9's own
-# tables: with that regex the scanners classify every code point as regex does. A newer regex
-# (e.g. 2026.11.15, built for a newer Unicode) assigns more code points; numtok keeps treating
-# them as "other" (see numtok/_unicode.py). So the differences are computed against the
-# installed regex, named in a warning, required to lie only on code points that Unicode 17.0
-# leaves "other", and left out of the equality tests (never silently: the warning lists them).
-TABLE_REGEX_VERSION = "2026.5.9"
-PROPS = {"L": r"\p{L}", "N": r"\p{N}", "s": r"\s", "Lu": r"\p{Lu}", "Ll": r"\p{Ll}", "Lt": r"\p{Lt}",
-         "Lm": r"\p{Lm}", "Lo": r"\p{Lo}", "M": r"\p{M}"}
-
-
-@functools.cache
-def regex_differences() -> dict[str, tuple[tuple[int, int], ...]]:
-    """Per property, the code-point ranges where our flags and the installed regex disagree."""
-    ours = _unicode.decode_categories(_unicode.class_table())
-    everything = "".join(map(chr, range(_unicode.N_CODE_POINTS)))
-    found = {}
-    for key, prop in PROPS.items():
-        theirs = np.zeros(_unicode.N_CODE_POINTS, dtype=bool)
-        for m in regex.finditer(prop + "+", everything):
-            theirs[m.start() : m.end()] = True
-        ranges: list[list[int]] = []
-        for cp in np.flatnonzero(ours[key] != theirs).tolist():
-            if ranges and ranges[-1][1] == cp - 1:
-                ranges[-1][1] = cp
-            else:
-                ranges.append([cp, cp])
-        found[key] = tuple((a, b) for a, b in ranges)
-    return found
-
-
-@functools.cache
-def differing_code_points() -> frozenset:
-    return frozenset(cp for ranges in regex_differences().values() for a, b in ranges for cp in range(a, b + 1))
-
 
 def regex_spans(text: str, name: str) -> np.ndarray:
     """The reference: regex.finditer's pieces as UTF-8 byte spans (lone surrogates repaired)."""
