@@ -806,6 +806,42 @@ def test_piece_cache_grows_with_its_entries():
     enc._piece_caches = PieceCaches()
 
 
+def test_short_key_and_long_compare_match_their_plain_definitions():
+    """The loop's branch-free helpers against obviously-correct Python: ``_short_key`` gives
+    bytes 0-7 and 8-14 of a 1-15-byte piece and ``_hash_bytes``' hash (the whole-piece table
+    is built with the latter: a differing hash would only cost probes, never change ids, so no
+    encoding test would see it); ``_long_differs`` is 0 exactly when a long-region entry holds
+    the piece (16-32 bytes, entry bytes zero past its length)."""
+    from numba import njit
+
+    from numtok.encode import _kernels as kernels
+
+    short_key = njit(lambda a, s, n: kernels._short_key(a, s, n))
+    hash_bytes = njit(lambda a, s, n: kernels._hash_bytes(a, s, n))
+    long_differs = njit(lambda cache, way, a, s, n: kernels._long_differs(cache, way, a, s, n))
+    rng = random.Random(3)
+    for _ in range(300):
+        raw = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 48)))
+        data = buffers.padded(np.frombuffer(raw, np.uint8))
+        for s in range(len(raw)):
+            n = min(len(raw) - s, rng.randrange(1, 16))
+            k0, w1, h = short_key(data, s, n)
+            piece = raw[s : s + n]
+            assert int(k0) == int.from_bytes(piece[:8], "little")
+            assert int(w1) == int.from_bytes(piece[8:], "little")
+            assert h == hash_bytes(data, s, n)[1]
+    for _ in range(300):
+        n = rng.randrange(16, 33)
+        piece = bytes(rng.randrange(256) for _ in range(n))
+        tail = bytes(rng.randrange(1, 256) for _ in range(rng.randrange(0, 24)))  # text after the piece
+        data = buffers.padded(np.frombuffer(piece + tail, np.uint8))
+        stored = piece if rng.random() < 0.5 else bytes(rng.choice([piece, piece[:-1] + b"x", piece + b"y", piece[:16]])[:32])
+        entry = np.zeros(16, np.uint64)
+        entry[:4] = np.frombuffer(stored.ljust(32, b"\0"), np.uint64)
+        entry[8] = (3 << 8) | len(stored)
+        assert (long_differs(entry, 0, data, 0, n) == 0) == (stored == piece), (piece, stored)
+
+
 def test_long_piece_region_is_two_way_then_spills_to_the_arena():
     """Three long pieces of one long-region set: the first takes way 0, the second way 1, and
     the third, with both ways taken, goes to the arena; a lookup reads both ways and the arena
