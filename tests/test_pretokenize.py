@@ -178,6 +178,9 @@ EDGE_CASES = [
     "Σίσυφος ΣΊΣΥΦΟΣ σΊσυφος Éclair ÉCLAIR éCLAIR",
     "ǈubljana ǅemal's ʰA ªb",
     " 中文ABC  中文abc\t中文 \n中文",
+    # runs of marks and punctuation that start with a non-ASCII character (no letter after)
+    "नमस्ते। दुनिया\u0903\n\u0903/ x\u093e\u093f\r\n\u094d",
+    "。\n「中文」、\r\n ，x …— \u0301\u0301 \u093e/\n/ №§©1 ©\u0301a",
 ]
 
 
@@ -219,7 +222,7 @@ TRICKY_PIECES = [
     "a", "word", "Word", "WORD", "é", "e\u0301", "\u0301", "\u0903", "ǅ", "ʰ", "ª", "中", "文字", "ア",
     "Пр", "ИВ", "ет", "한국", "नम", "स्", "Σί", "ΣΥ",
     "1", "23", "4567", "٣", "½", "Ⅻ",
-    "/", "!", ".", "(", "-", "$", "😀", "👍🏽", "\u200d", "\ufffd", "\ud800",
+    "/", "!", ".", "(", "-", "$", "。", "」", "\u093e", "😀", "👍🏽", "\u200d", "\ufffd", "\ud800",
 ]
 tricky_text = st.lists(st.sampled_from(TRICKY_PIECES), max_size=40).map("".join)
 mixed_text = st.lists(st.one_of(st.sampled_from(TRICKY_PIECES), any_char), max_size=40).map("".join)

@@ -37,10 +37,10 @@ o200k (U = [Lu Lt Lm Lo M], W = [Ll Lm Lo M], P = [^\\r\\n\\p{L}\\p{N}], C = (?i
 Speed: every kernel keeps bit masks of a 64-byte window of text (a-z, A-Z, digits,
 whitespace, non-ASCII, CR/LF, space, "/", "'": SIMD compares, ``_native.intrinsics.ascii_class_masks64``),
 slid 32 bytes at a time (``_slide_window``), and cuts pieces three ways, fastest first, after
-one test: a letter run after a non-ASCII start (``_nonascii_letters``: a non-ASCII first
-letter after a space or not, or a letter run after one non-ASCII mark or punctuation: most
-pieces of CJK, Hangul, Cyrillic and Devanagari text) is measured straight away, without the
-masks (1.1-1.75x on those scripts, 0.97-1.0x on English):
+one test: a piece that starts with a non-ASCII character (``_nonascii_piece``: a non-ASCII
+first letter after a space or not, a letter run after one non-ASCII mark or punctuation, a
+run of marks and punctuation: most pieces of CJK, Hangul, Cyrillic and Devanagari text) is
+measured straight away, without the masks (1.1-1.75x on those scripts, 0.97-1.0x on English):
 
 1. Plain text (``_plain_gpt2`` / ``_plain_cl100k`` / ``_plain_o200k``: ASCII letters, digits,
    spaces, CR/LF and punctuation, less each pattern's exceptions). There, whether byte p
@@ -499,26 +499,41 @@ def _space_run(data, i, e, end, flags, crlf_end):
 
 
 @_inline
-def _nonascii_letters(data, i, end, flags, pattern):
-    """End of the piece at ``i`` if it is a letter run after a non-ASCII start, else -1: a run
-    whose first letter is not ASCII, after one space or not, or (cl100k, o200k) any letter run
-    after one non-ASCII character that is no letter, digit, CR or LF ("，中文", a Devanagari
-    vowel sign and the next letter). Most pieces of CJK, Hangul, Cyrillic and Devanagari text
-    are such; they skip the masks and the per-piece dispatch. ``pattern``: 0 gpt2
-    (`` ?\\p{L}+``, a space the only prefix), 1 cl100k (``[^\\r\\n\\p{L}\\p{N}]?\\p{L}+``),
-    2 o200k (A1 from the letter run, with the prefix as its P: a letter at ``i`` cannot be P;
-    if A1 fails, -1 and the general path)."""
+def _nonascii_piece(data, i, end, flags, pattern):
+    """End of the piece at ``i`` if it starts with a non-ASCII character (after one space or
+    not) and is a letter run or a run of marks and punctuation, else -1. Letter runs: one whose
+    first letter is not ASCII, or (cl100k, o200k) any letter run after one non-ASCII character
+    that is no letter, digit, CR or LF ("，中文", a Devanagari vowel sign and the next letter).
+    Runs of "other" (`` ?[^\\s\\p{L}\\p{N}]+`` and the pattern's tail): a non-ASCII
+    "other" that no letter follows (a Devanagari sign before a space, "。\\n"). Most pieces of
+    CJK, Hangul, Cyrillic and Devanagari text are such; they skip the masks and the per-piece
+    dispatch. ``pattern``: 0 gpt2 (`` ?\\p{L}+``, a space the only prefix), 1 cl100k
+    (``[^\\r\\n\\p{L}\\p{N}]?\\p{L}+``), 2 o200k (A1 from the letter run, with the prefix
+    as its P: a letter at ``i`` cannot be P; if A1 fails, -1 and the general path; marks are
+    letters there, so a run of "other" must not start with or be followed by one)."""
     j = i + np.int64((data[_u(i)] == 0x20) & (i + 1 < end))  # no branch: spaces are half of English pieces
     if data[_u(j)] < 0xC0:
         return -1
     c, k = _char_nonascii(data, j, end, flags)
     if c & _L == 0:
-        if j > i or pattern == 0 or c & _LNCRLF or j + k >= end:
-            return -1
-        j += k  # a prefix that is not a space: the letter run must follow it
-        c, k = _char_at(data, j, end, flags)
+        if j == i and pattern != 0 and c & _LNCRLF == 0 and j + k < end:
+            c1, k1 = _char_at(data, j + k, end, flags)
+            if c1 & _L:  # a prefix that is not a space, then the letter run
+                j += k
+                c = c1
+                k = k1
+            elif pattern == 2 and c1 & _UW:  # a mark after the prefix: A1/A2 decide
+                return -1
         if c & _L == 0:
-            return -1
+            # `` ?[^\s\p{L}\p{N}]+`` (then CR/LF, and / for o200k): no letter run follows,
+            # so the alternatives before it fail (o200k: unless the character is a mark).
+            if c & _O == 0 or (pattern == 2 and c & _UW):
+                return -1
+            e = _class_run(data, j + k, end, flags, _O)
+            if pattern != 0:
+                while e < end and (data[_u(e)] == 0x0A or data[_u(e)] == 0x0D or (pattern == 2 and data[_u(e)] == 0x2F)):
+                    e += 1  # [\r\n]* (cl100k), [\r\n/]* (o200k)
+            return e
     if pattern != 2:
         return _class_run(data, _two_byte_letters(data, j + k, end, flags) if k == 2 else j + k, end, flags, _L)
     e, _ = _o200k_letters_from(data, j, end, flags)
@@ -629,7 +644,7 @@ def _split_gpt2(data, docs, flags, out, n, d, i):
         while i < end:
             if n == cap:
                 return n, d, i
-            e = _nonascii_letters(data, i, end, flags, 0)
+            e = _nonascii_piece(data, i, end, flags, 0)
             if e >= 0:
                 n = _put_piece(flat, n, i, e)
                 i = e
@@ -671,7 +686,7 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
         while i < end:
             if n == cap:
                 return n, d, i
-            e = _nonascii_letters(data, i, end, flags, 1)
+            e = _nonascii_piece(data, i, end, flags, 1)
             if e >= 0:
                 n = _put_piece(flat, n, i, e)
                 i = e
@@ -836,7 +851,7 @@ def _split_o200k(data, docs, flags, out, n, d, i):
         while i < end:
             if n == cap:
                 return n, d, i
-            e = _nonascii_letters(data, i, end, flags, 2)
+            e = _nonascii_piece(data, i, end, flags, 2)
             if e >= 0:
                 n = _put_piece(flat, n, i, e)
                 i = e
