@@ -181,6 +181,8 @@ EDGE_CASES = [
     # runs of marks and punctuation that start with a non-ASCII character (no letter after)
     "नमस्ते। दुनिया\u0903\n\u0903/ x\u093e\u093f\r\n\u094d",
     "。\n「中文」、\r\n ，x …— \u0301\u0301 \u093e/\n/ №§©1 ©\u0301a",
+    # o200k: runs of characters that are both U and W (Lo, Lm, M), then what follows them
+    "中文ʰa 中文ǅx 한국어\u0301ABC नमस्ते'S 中文ªb 中文٣ 中文\u3000中 ि'll 中文ΣΊ 中文σ",
 ]
 
 

@@ -445,16 +445,17 @@ def _class_run(data, p, end, flags, mask):
 
 
 @_inline
-def _two_byte_letters(data, p, end, flags):
-    """Where the run of 2-byte letters (Cyrillic, Greek, ...) from byte ``p`` stops: one
-    branch a character, the bytes' checks and the class together (``_class_run`` takes over
-    there; a byte it would not decode the same way stops it). 1.08x on Russian text; the same
-    for 3-byte letters was slower on Hangul and Devanagari (runs of 2-4 letters)."""
+def _two_byte_run(data, p, end, flags, mask):
+    """Where the run of 2-byte characters (Cyrillic, Greek, ...) with a class bit in ``mask``
+    from byte ``p`` stops: one branch a character, the bytes' checks and the class together
+    (``_class_run`` takes over there; a byte it would not decode the same way stops it). 1.08x
+    on Russian text; the same for 3-byte letters was slower on Hangul and Devanagari (runs of
+    2-4 letters)."""
     while p + 1 < end:
         b0 = np.int64(data[_u(p)])
         b1 = np.int64(data[_u(p + 1)])
         c = flags[_u(((b0 & 0x1F) << 6) | (b1 & 0x3F))]
-        if (b0 >= 0xC2) & (b0 < 0xE0) & ((b1 & 0xC0) == 0x80) & (c & _L != 0):
+        if (b0 >= 0xC2) & (b0 < 0xE0) & ((b1 & 0xC0) == 0x80) & (c & mask != 0):
             p += 2
         else:
             break
@@ -509,8 +510,9 @@ def _nonascii_piece(data, i, end, flags, pattern):
     CJK, Hangul, Cyrillic and Devanagari text are such; they skip the masks and the per-piece
     dispatch. ``pattern``: 0 gpt2 (`` ?\\p{L}+``, a space the only prefix), 1 cl100k
     (``[^\\r\\n\\p{L}\\p{N}]?\\p{L}+``), 2 o200k (A1 from the letter run, with the prefix
-    as its P: a letter at ``i`` cannot be P; if A1 fails, -1 and the general path; marks are
-    letters there, so a run of "other" must not start with or be followed by one)."""
+    as its P: a letter at ``i`` cannot be P; a run of characters that are both U and W is
+    measured here, others by ``_o200k_letters_from``; if A1 fails, -1 and the general path;
+    marks are letters there, so a run of "other" must not start with or be followed by one)."""
     j = i + np.int64((data[_u(i)] == 0x20) & (i + 1 < end))  # no branch: spaces are half of English pieces
     if data[_u(j)] < 0xC0:
         return -1
@@ -535,7 +537,22 @@ def _nonascii_piece(data, i, end, flags, pattern):
                     e += 1  # [\r\n]* (cl100k), [\r\n/]* (o200k)
             return e
     if pattern != 2:
-        return _class_run(data, _two_byte_letters(data, j + k, end, flags) if k == 2 else j + k, end, flags, _L)
+        return _class_run(data, _two_byte_run(data, j + k, end, flags, _L) if k == 2 else j + k, end, flags, _L)
+    if c & _UW == _UW:
+        # A run of characters that are both U and W (Lo, Lm, M: CJK, Hangul, Devanagari) that
+        # no other U or W follows is A1 whole (U* gives back its last character to W+).
+        e = j + k
+        c = np.uint8(0)
+        while e < end:
+            if data[_u(e)] < 0x80:
+                c = flags[data[_u(e)]]
+                break
+            c, k = _char_nonascii(data, e, end, flags)
+            if c & _UW != _UW:
+                break
+            e += k
+        if c & _UW == 0:
+            return e + _contraction_ci(data, e, end)
     e, _ = _o200k_letters_from(data, j, end, flags)
     if e >= 0:
         e += _contraction_ci(data, e, end)
@@ -756,7 +773,7 @@ def _o200k_letters_from(data, s, end, flags):
     if u_end < end:
         c, k = _char_at(data, u_end, end, flags)
         if c & _W:
-            w_end = _class_run(data, u_end + k, end, flags, _W)
+            w_end = _class_run(data, _two_byte_run(data, u_end + k, end, flags, _W) if k == 2 else u_end + k, end, flags, _W)
             return w_end, (w_end if u_end > s else -1)
     return last_w_end, (u_end if u_end > s else -1)
 
