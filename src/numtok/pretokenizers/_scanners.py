@@ -512,8 +512,8 @@ def _nonascii_piece(data, i, end, flags, pattern):
     CJK, Hangul, Cyrillic and Devanagari text are such; they skip the masks and the per-piece
     dispatch. ``pattern``: 0 gpt2 (`` ?\\p{L}+``, a space the only prefix), 1 cl100k
     (``[^\\r\\n\\p{L}\\p{N}]?\\p{L}+``), 2 o200k (A1 from the letter run, with the prefix
-    as its P: a letter at ``i`` cannot be P; a run of characters that are both U and W is
-    measured here, others by ``_o200k_letters_from``; if A1 fails, -1 and the general path;
+    as its P: a letter at ``i`` cannot be P; a small letter's W run and a run of characters
+    that are both U and W are measured here, others by ``_o200k_letters_from``; if A1 fails, -1 and the general path;
     marks are letters there, so a run of "other" must not start with or be followed by one)."""
     j = i + np.int64((data[_u(i)] == 0x20) & (i + 1 < end))  # no branch: spaces are half of English pieces
     if data[_u(j)] < 0xC0:
@@ -540,6 +540,10 @@ def _nonascii_piece(data, i, end, flags, pattern):
             return e
     if pattern != 2:
         return _class_run(data, _two_byte_run(data, j + k, end, flags, _L) if k == 2 else j + k, end, flags, _L)
+    if c & _UW == _W:
+        # A small letter: A1 is its W run (U* matches nothing), then C.
+        e = _class_run(data, _two_byte_run(data, j + k, end, flags, _W) if k == 2 else j + k, end, flags, _W)
+        return e + _contraction_ci(data, e, end)
     if c & _UW == _UW:
         # A run of characters that are both U and W (Lo, Lm, M: CJK, Hangul, Devanagari) that
         # no other U or W follows is A1 whole (U* gives back its last character to W+).
