@@ -513,8 +513,9 @@ def _nonascii_piece(data, i, end, flags, pattern):
     dispatch. ``pattern``: 0 gpt2 (`` ?\\p{L}+``, a space the only prefix), 1 cl100k
     (``[^\\r\\n\\p{L}\\p{N}]?\\p{L}+``), 2 o200k (A1 from the letter run, with the prefix
     as its P: a letter at ``i`` cannot be P; a small letter's W run and a run of characters
-    that are both U and W are measured here, others by ``_o200k_letters_from``; if A1 fails, -1 and the general path;
-    marks are letters there, so a run of "other" must not start with or be followed by one)."""
+    that are both U and W are measured here, others by ``_o200k_letters_from``; if A1 fails,
+    -1 and the general path; marks are letters there, so a run of "other" must not start with
+    or be followed by one)."""
     j = i + np.int64((data[_u(i)] == 0x20) & (i + 1 < end))  # no branch: spaces are half of English pieces
     if data[_u(j)] < 0xC0:
         return -1
@@ -715,7 +716,7 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
                 i = e
                 continue
             off = i - wb
-            if (not fast or off >= 64) and (_load_u64(data, i) & _HI) != _M0 and i + 8 <= end:
+            if (not fast or off >= 64) and i + 8 <= end and (_load_u64(data, i) & _HI) != _M0:
                 # Far past the window, with non-ASCII text within 8 bytes (a full stop between
                 # Hangul words): this piece alone by the general path, not a new window.
                 e = _cl100k_piece(data, i, end, flags)
@@ -888,7 +889,7 @@ def _split_o200k(data, docs, flags, out, n, d, i):
                 continue
             e = np.int64(-1)
             off = i - wb
-            if (not fast or off >= 64) and (_load_u64(data, i) & _HI) != _M0 and i + 8 <= end:
+            if (not fast or off >= 64) and i + 8 <= end and (_load_u64(data, i) & _HI) != _M0:
                 # Far past the window, with non-ASCII text within 8 bytes (a full stop between
                 # Hangul words): this piece alone by the general path, not a new window.
                 e = _o200k_piece(data, i, end, flags)
