@@ -203,6 +203,22 @@ def piece_cache_arena(cache, bits: int) -> list[tuple[bytes, list[int]]]:
     return entries
 
 
+def piece_cache_short_set(cache, index: int) -> list[tuple[bytes, list[int] | None] | None]:
+    """The two ways of short set ``index`` of a piece cache, read with plain Python: 4 words
+    each, the piece's bytes 0-7, bytes 8-14 | length << 56, then up to 4 ids of 32 bits (all
+    ones = none); ids None = the mark of a piece whose ids are in the long region; None = empty."""
+    ways: list[tuple[bytes, list[int] | None] | None] = []
+    for way in range(2):
+        k0, k1, a, b = (int(w) for w in cache[8 * index + 4 * way : 8 * index + 4 * way + 4])
+        if k1 == 0:
+            ways.append(None)
+            continue
+        raw = (k0.to_bytes(8, "little") + (k1 & ((1 << 56) - 1)).to_bytes(7, "little"))[: k1 >> 56]
+        halves = [a & 0xFFFFFFFF, a >> 32, b & 0xFFFFFFFF, b >> 32]
+        ways.append((raw, None if a == (1 << 64) - 1 else [x for x in halves if x != 0xFFFFFFFF]))
+    return ways
+
+
 def piece_cache_long_set(cache, bits: int, index: int) -> list[tuple[bytes, list[int]] | None]:
     """The two ways of set ``index`` of a piece cache's long-piece region, read with plain
     Python: after 2**bits sets of 8 words, 32-word sets of two 16-word entries (the bytes in 8

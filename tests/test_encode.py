@@ -21,7 +21,7 @@ import pytest
 import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from naive_encode import NaiveBPE, derive_merges, piece_cache_arena, piece_cache_arena_head, piece_cache_long_set
+from naive_encode import NaiveBPE, derive_merges, piece_cache_arena, piece_cache_arena_head, piece_cache_long_set, piece_cache_short_set
 
 import numtok
 from numtok.encode import batch as batch_module
@@ -883,6 +883,59 @@ def test_long_piece_region_is_two_way_then_spills_to_the_arena():
     for at, piece in (((8 << bits) + 32 * index + 9, a), ((8 << bits) + 32 * index + 16 + 9, b), (arena_ids, c)):
         cache[at] = cache[at] & ~np.uint64((1 << 21) - 1)  # plant id 0 as the first id: a hit reads it back
         assert ids(enc.encode_ordinary(piece))[0] == 0
+    enc._piece_caches = PieceCaches()
+
+
+def test_piece_cache_answers_tokens_and_marks_pieces_of_more_than_four_ids():
+    """Pieces the token table does not answer first (non-ASCII ones, and any of 9-15 bytes)
+    are kept in the piece cache's short set when they are tokens, as one id; a short piece of
+    more than 4 ids leaves a mark there and its ids in the long region; a 16-64-byte token is
+    kept in the long region. A hit reads each back from where it is kept, and a mark whose
+    long entry is gone is merged again."""
+    from numtok.encode import _kernels as kernels
+
+    enc = numtok.load("cl100k_base")
+    ref = reference("cl100k_base")
+    bits = 14
+    long_bits = bits - kernels.LONG_SHIFT - 1
+
+    def h(piece: str) -> int:
+        raw = piece.encode()
+        return int(kernels._hash_bytes(buffers.padded(np.frombuffer(raw, np.uint8)), 0, len(raw))[1])
+
+    def one_token(piece: str) -> bool:
+        return len(ref.encode_ordinary(piece)) == 1 and len(numtok.pretokenize(piece, "cl100k")) == 1
+
+    short_token = next(p for p in ("的", "是", "ки", " не") if one_token(p))
+    ascii_token = next(p for p in (" different", " performance", " something") if one_token(p))
+    long_token = next(p for p in ("-" * 32, "-" * 16, " " * 16) if one_token(p))
+    many = next(p for p in ("鬱齉龘", "齉龘鬱齉", "龘鬱") if len(p.encode()) <= 15 and len(ref.encode_ordinary(p)) > 4)
+    pin_piece_cache(enc, kernels.new_piece_cache(bits))
+    for text in (short_token, ascii_token, long_token, many):
+        assert ids(enc.encode_ordinary(text)) == ids(ref.encode_ordinary(text))
+    cache = enc._piece_caches.free[-1]
+    for piece in (short_token, ascii_token):
+        assert (piece.encode(), ids(ref.encode_ordinary(piece))) in piece_cache_short_set(cache, h(piece) >> (64 - bits))
+    assert (many.encode(), None) in piece_cache_short_set(cache, h(many) >> (64 - bits))
+    in_long = piece_cache_long_set(cache, bits, h(many) >> (64 - long_bits))
+    assert (many.encode(), ids(ref.encode_ordinary(many))) in in_long
+    assert (long_token.encode(), ids(ref.encode_ordinary(long_token))) in piece_cache_long_set(cache, bits, h(long_token) >> (64 - long_bits))
+    # An id planted where each is kept comes back out.
+    for piece in (short_token, ascii_token):
+        index = h(piece) >> (64 - bits)
+        way = [w and w[0] for w in piece_cache_short_set(cache, index)].index(piece.encode())
+        cache[8 * index + 4 * way + 2] = np.uint64(0xFFFFFFFF00000000)  # id 0
+        assert ids(enc.encode_ordinary(piece)) == [0]
+    index = h(long_token) >> (64 - long_bits)
+    way = [w and w[0] for w in piece_cache_long_set(cache, bits, index)].index(long_token.encode())
+    at = (8 << bits) + 32 * index + 16 * way + 9
+    cache[at] = cache[at] & ~np.uint64((1 << 21) - 1)
+    assert ids(enc.encode_ordinary(long_token)) == [0]
+    # The mark's long entry gone: merged again, and kept again.
+    index = h(many) >> (64 - long_bits)
+    cache[(8 << bits) + 32 * index : (8 << bits) + 32 * index + 32] = 0
+    assert ids(enc.encode_ordinary(many)) == ids(ref.encode_ordinary(many))
+    assert (many.encode(), ids(ref.encode_ordinary(many))) in piece_cache_long_set(cache, bits, index)
     enc._piece_caches = PieceCaches()
 
 

@@ -65,6 +65,7 @@ _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _U32 = np.uint64(32)
 _U64_0 = np.uint64(0)
+_HI_BITS = np.uint64(0x8080808080808080)  # the top bit of each byte: non-ASCII
 _U1 = np.uint64(1)
 _U2 = np.uint64(2)
 _u = np.uint64  # an unsigned index: Numba adds no wraparound for negative ones
@@ -82,7 +83,9 @@ _PRI_MASK = np.uint64((1 << PRI_BITS) - 1)
 _KEY_MASK = ~_PRI_MASK
 
 # Piece cache: sets of two entries (one 64-byte line); an entry is 4 uint64: the piece's first
-# 8 bytes, its next 7 bytes | length << 56, then up to 4 ids, two per word (all ones = no id).
+# 8 bytes, its next 7 bytes | length << 56, then up to 4 ids, two per word (all ones = no id;
+# no id at all: the piece has more than 4 ids, in the long-piece region). Tokens are entries
+# too, but for ASCII pieces of up to 8 bytes, which the token table answers first.
 CACHE_MAX_BYTES = 15
 CACHE_MAX_IDS = 4
 _NO_IDS = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -95,7 +98,7 @@ _NO_IDS = np.uint64(0xFFFFFFFFFFFFFFFF)
 # long pieces in 28 MB, and direct-mapped, a warm pass missed 28 % (16 %) of them at 2**17
 # (2**18) entries, two-way 17 % (6 %). (It grows with the cache: a fixed size missed most long
 # pieces of 100 MB of text, each then merged from 16+ symbols; CJK text has a distinct piece
-# of 9+ bytes every 50-120 bytes.)
+# of 9+ bytes every 50-120 bytes.) A 16-64-byte token is kept there too, as a piece of one id.
 LONG_SHIFT = 1
 LONG_MAX_BYTES = 64
 LONG_MAX_IDS = 21
@@ -760,6 +763,20 @@ def _arena_store(cache, index, bits, head, dbase, data, s, L, h, sym, n, lslot):
     _arena_index_add(cache, index, bits, h, at)
 
 
+@njit(inline="always")
+def _short_put(cache, cslot, k0, k1, packed0, packed1):
+    """Store a short piece's entry in its set at cslot (nothing if cslot < 0). Way 0 keeps the
+    set's first entry, way 1 takes every later one: in a set that three or more pieces share,
+    the first (most often the most frequent) is not evicted by the rest (28% fewer misses than
+    moving way 0 to way 1, on 100 MB)."""
+    if cslot >= 0:
+        e = cslot if cache[cslot + 1] == _U64_0 else cslot + 4
+        cache[e] = k0
+        cache[e + 1] = k1
+        cache[e + 2] = packed0
+        cache[e + 3] = packed1
+
+
 @cached_njit(nogil=True, _nrt=False)
 def _long_put(cache, lslot, data, s, L, m, sym, n):
     """Write the long-region entry at lslot: the piece's bytes, m << 8 | L, and the n ids."""
@@ -931,14 +948,12 @@ def _encode_loop(
                 s2 = spans[_u(ahead), 0]
                 L2 = spans[_u(ahead), 1] - s2
                 if L2 <= 8:
-                    _, h2 = _hash_head(data, s2, L2)
-                    prefetch(whole_tab, _U2 * (h2 >> np.uint64(64 - wbits)))
+                    a2, h2 = _hash_head(data, s2, L2)
+                    if a2 & _HI_BITS == _U64_0:  # only ASCII pieces look in the token table first
+                        prefetch(whole_tab, _U2 * (h2 >> np.uint64(64 - wbits)))
                     prefetch(cache, 8 * ((h2 >> cshift) & cmask))
                 elif L2 <= CACHE_MAX_BYTES:
                     _, _, h2 = _short_key(data, s2, L2)
-                    wslot = h2 >> np.uint64(64 - wbits)
-                    prefetch(whole_tab, _U2 * wslot)
-                    prefetch(whole_ext, wslot)
                     prefetch(cache, 8 * ((h2 >> cshift) & cmask))
                     # A short piece of 4+ CJK letters (likely 5+ ids) is looked for in the
                     # long-piece region too: its set's four lines.
@@ -976,31 +991,27 @@ def _encode_loop(
             cslot = -1
             lslot = -1
             spill = False
+            in_long = False  # a short piece of more than 4 ids: they are in the long region
             if L <= 8:
-                # Most pieces: one masked load, one hash, then the key and its length in one
-                # test (no branch on the length: 1-2-byte pieces take this path too).
+                # An ASCII piece (most of English) is most often a token: one masked load, one
+                # hash, then the key and its length in one test, in a table of 16-byte slots
+                # that stays in cache. Other pieces go to the piece cache first (one line,
+                # tokens included), not to both tables.
                 k0, h = _hash_head(data, s, L)
-                wslot = h >> np.uint64(64 - wbits)
-                meta = whole_tab[_U2 * wslot + _U1]
-                if (whole_tab[_U2 * wslot] == k0) & ((meta >> _U32) == np.uint64(L)) & (L <= max_whole_len):
-                    out[_u(k)] = np.int64(meta & _LOW32)
-                    k += 1
-                    j += 1
-                    continue
+                if k0 & _HI_BITS == _U64_0:
+                    wslot = h >> np.uint64(64 - wbits)
+                    meta = whole_tab[_U2 * wslot + _U1]
+                    if (whole_tab[_U2 * wslot] == k0) & ((meta >> _U32) == np.uint64(L)) & (L <= max_whole_len):
+                        out[_u(k)] = np.int64(meta & _LOW32)
+                        k += 1
+                        j += 1
+                        continue
             if L <= CACHE_MAX_BYTES:
-                # A piece of 9-15 bytes may be a token (its bytes 8-15 are in the whole-piece
-                # table's extension), then any short piece is looked for in the piece cache's
-                # set (both lines were prefetched), whose ids are written by two stores
-                # whatever their number: 2-4, in no order a branch predictor can learn in
-                # Korean or Russian text.
+                # The piece cache's set (its line was prefetched) holds tokens and pieces of
+                # 2-4 ids alike, written by two stores whatever their number, in no order a
+                # branch predictor can learn in Korean or Russian text; or a mark that the
+                # piece's ids are in the long region.
                 k0, w1, h = _short_key(data, s, L)
-                wslot = h >> np.uint64(64 - wbits)
-                meta = whole_tab[_U2 * wslot + _U1]
-                if (L > 8) & (whole_tab[_U2 * wslot] == k0) & ((meta >> _U32) == np.uint64(L)) & (L <= max_whole_len) & (whole_ext[wslot] == w1):
-                    out[_u(k)] = np.int64(meta & _LOW32)
-                    k += 1
-                    j += 1
-                    continue
                 k1 = (np.uint64(L) << np.uint64(56)) | w1
                 cslot = 8 * np.int64((h >> cshift) & cmask)
                 in1 = (cache[_u(cslot + 4)] == k0) & (cache[_u(cslot + 5)] == k1)
@@ -1008,24 +1019,26 @@ def _encode_loop(
                     way = cslot + (np.int64(in1) << 2)
                     a = cache[_u(way + 2)]
                     b = cache[_u(way + 3)]
-                    if k + CACHE_MAX_IDS <= cap:
-                        store_id_pair(out, k, a)
-                        store_id_pair(out, k + 2, b)
-                        k += 1 + np.int64((a >> _U32) != _LOW32) + np.int64((b & _LOW32) != _LOW32) + np.int64((b >> _U32) != _LOW32)
-                    else:
-                        out[k] = np.int64(a & _LOW32)
-                        k += 1
-                        if (a >> _U32) != _LOW32:
-                            out[k] = np.int64(a >> _U32)
+                    if a != _NO_IDS:
+                        if k + CACHE_MAX_IDS <= cap:
+                            store_id_pair(out, k, a)
+                            store_id_pair(out, k + 2, b)
+                            k += 1 + np.int64((a >> _U32) != _LOW32) + np.int64((b & _LOW32) != _LOW32) + np.int64((b >> _U32) != _LOW32)
+                        else:
+                            out[k] = np.int64(a & _LOW32)
                             k += 1
-                            if (b & _LOW32) != _LOW32:
-                                out[k] = np.int64(b & _LOW32)
+                            if (a >> _U32) != _LOW32:
+                                out[k] = np.int64(a >> _U32)
                                 k += 1
-                                if (b >> _U32) != _LOW32:
-                                    out[k] = np.int64(b >> _U32)
+                                if (b & _LOW32) != _LOW32:
+                                    out[k] = np.int64(b & _LOW32)
                                     k += 1
-                    j += 1
-                    continue
+                                    if (b >> _U32) != _LOW32:
+                                        out[k] = np.int64(b >> _U32)
+                                        k += 1
+                        j += 1
+                        continue
+                    in_long = True
                 if cache_bits == 0:
                     cslot = -1  # no cache: nothing is stored
             elif L <= hash_max:
@@ -1038,12 +1051,13 @@ def _encode_loop(
                 # not prefetched for most pieces not whole: 2-5 % of the time; a short piece's
                 # chain is probed before the long region, whose line was not prefetched; a long
                 # piece's after it.)
-                if L <= cache_max and L <= max_whole_len:
+                if L <= cache_max and L <= max_whole_len and not in_long:
                     v = _find_key(whole_tab, whole_ext, wbits, tok_bytes, tok_off, data, s, L, k0, h)
                     if v >= 0:
                         out[k] = v
                         k += 1
                         j += 1
+                        _short_put(cache, cslot, k0, k1, (_NO_IDS & ~_LOW32) | np.uint64(v), _NO_IDS)
                         continue
                 if L <= long_max and L > CACHE_MAX_IDS:  # fewer bytes are at most 4 ids
                     lset = long_base + 32 * np.int64(h >> np.uint64(64 - long_bits))
@@ -1117,6 +1131,9 @@ def _encode_loop(
                         out[k] = v
                         k += 1
                         j += 1
+                        if lslot >= 0:  # next time found in the long region, before the chain
+                            sym[0] = v
+                            _long_put(cache, lslot, data, s, L, 1, sym, 1)
                         continue
                 if L > long_max and L <= arena_max:
                     k2 = _arena_lookup(cache, index, cache_bits, dbase, data, s, L, h, out, k)
@@ -1147,16 +1164,10 @@ def _encode_loop(
                     packed1 = (packed1 & ~_LOW32) | np.uint64(sym[2])
                 if n >= 4:
                     packed1 = (packed1 & _LOW32) | (np.uint64(sym[3]) << _U32)
-                # Way 0 keeps the set's first entry, way 1 takes every later one: in a set that
-                # three or more pieces share, the first (most often the most frequent) is not
-                # evicted by the rest (28% fewer misses than moving way 0 to way 1, on 100 MB).
-                e = cslot if cache[cslot + 1] == _U64_0 else cslot + 4
-                cache[e] = k0
-                cache[e + 1] = k1
-                cache[e + 2] = packed0
-                cache[e + 3] = packed1
+                _short_put(cache, cslot, k0, k1, packed0, packed1)
             elif lslot >= 0 and n <= LONG_MAX_IDS:
                 _long_put(cache, lslot, data, s, L, n, sym, n)
+                _short_put(cache, cslot, k0, k1, _NO_IDS, _NO_IDS)  # the mark: not a token, look there
             elif (lslot >= 0 or L > long_max or spill) and L <= arena_max:  # any length, more than 21 ids, or a full set
                 _arena_store(cache, index, cache_bits, head, dbase, data, s, L, h, sym, n, lslot)
             j += 1
