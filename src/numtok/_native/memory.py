@@ -10,7 +10,11 @@ nor how much memory to give it. Public entry points turn them into one message.
 
 from __future__ import annotations
 
+import ctypes
+import sys
+
 _PREFIX = "out of memory while "
+_trim = None  # glibc's malloc_trim, once looked up; False where there is none
 
 
 def out_of_memory(exc: MemoryError, what: str, needed_bytes: int) -> MemoryError:
@@ -33,3 +37,25 @@ def format_bytes(n: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     raise AssertionError  # pragma: no cover
+
+
+def release_free_memory() -> None:
+    """Return the C allocator's free memory to the system (glibc ``malloc_trim``; elsewhere
+    nothing).
+
+    glibc serves a block below its mmap threshold (which rises to the largest block freed, up
+    to 32 MiB) from an arena that keeps it once freed: after a phase that freed many such
+    arrays, tens of MB stay resident into the next phase, on top of its own peak.
+    """
+    global _trim
+    if _trim is None:
+        _trim = False
+        if sys.platform.startswith("linux"):
+            try:
+                _trim = ctypes.CDLL(None).malloc_trim
+                _trim.argtypes = [ctypes.c_size_t]
+                _trim.restype = ctypes.c_int
+            except (OSError, AttributeError):  # not glibc
+                _trim = False
+    if _trim:
+        _trim(0)

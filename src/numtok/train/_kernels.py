@@ -7,11 +7,15 @@ Data model
     ``pairs`` (int64[n, 8], one cache line per pair: key, count, postings start/len/capacity,
     first occurrence, last merge step that touched it, last word appended to its postings).
     Postings: for each pair, the words that held it when it was counted or created, in one
-    int32 pool; stale entries are fine because a merge rescans the word.
-    Heap: array-backed binary max-heap of (count, aux, pair row), best = highest count, then
+    int32 pool; stale entries are fine because a merge rescans the word. A pair whose count is
+    0 has only stale entries: its list is dropped when the pool is compacted.
+    Heap: array-backed binary max-heap of (count, aux[, pair row]), best = highest count, then
     lowest aux. aux = the key itself under tie_break="hf" (ids are given in HF's order, so the
-    smallest (left, right) wins) or the first occurrence (word << 32 | position) under
-    "first-seen".
+    smallest (left, right) wins; the row is looked up by key, so rows can be renumbered) or the
+    first occurrence (word << 32 | position) under "first-seen" (the row is a third column).
+    Under "hf", pairs whose count is 0 are removed from the table when it fills up (the removed
+    pairs' heap entries find no row: count 0, exactly as their row would have said), so the
+    table holds about the live pairs, not every pair ever made.
 
 Why this shape (performance notes)
     - Counts are never recomputed: a merge visits only the words in the pair's postings and
@@ -143,40 +147,94 @@ def _append_posting(pairs, p, w, pool, st):
 
 
 @cached_njit(nogil=True)
-def _reserve_pool(pairs, n_pairs, pool, st, extra):
-    """Room for ``extra`` more pool entries. Lists that moved leave dead space behind, so the
-    pool is compacted (live lists only, at their length) into a new one sized 1.5x the need."""
+def _reserve_pool(pairs, n_pairs, pool, st, extra, drop_stale):
+    """Room for ``extra`` more pool entries. Lists that moved leave dead space behind, and a
+    pair with no occurrence left (count 0) holds only stale postings: when full, the pool is
+    compacted to the live lists at their length (with ``drop_stale``, without the count-0 ones),
+    sized 1.5x the need. It stays in place (through a buffer of the live entries: no second
+    pool alive) unless that size is above its length or under half of it."""
     if st[POOL_USED] + extra <= len(pool):
         return pool
     live = 0
     for p in range(n_pairs):
+        if drop_stale and pairs[p, COUNT] == 0 and pairs[p, PCAP] > 0:
+            pairs[p, PLEN] = 0
+            pairs[p, PCAP] = 0
+            pairs[p, LASTW] = -1  # its next posting must be appended even for the same word
         live += pairs[p, PLEN]
-    grown = np.empty(live + live // 2 + extra, dtype=np.int32)
+    size = live + live // 2 + extra
+    in_place = size <= len(pool) and 2 * size >= len(pool)
+    out = np.empty(live if in_place else size, dtype=np.int32)
     used = 0
     for p in range(n_pairs):
         n = pairs[p, PLEN]
         start = pairs[p, PSTART]
-        grown[used:used + n] = pool[start:start + n]
+        out[used:used + n] = pool[start:start + n]
         pairs[p, PSTART] = used
         pairs[p, PCAP] = n
         used += n
     st[POOL_USED] = used
-    return grown
+    if not in_place:
+        return out
+    pool[:used] = out
+    return pool
+
+
+@cached_njit(nogil=True)
+def _drop_dead_pairs(slots, pairs, n_pairs, step, touched, n_touched, near_step, min_dead):
+    """Remove the pairs whose count is 0 and that this step has not touched, if there are at
+    least ``min_dead``: the other rows move down in order, ``touched`` is renumbered, the hash
+    is rebuilt in place and the neighbour cache emptied. Returns the new number of pairs.
+
+    Only under tie_break="hf", whose heap entries hold keys: a removed pair that comes back is
+    a new row with count 0 and no postings, as its old row would have been (its stale
+    postings are dropped by the pool's compaction anyway).
+    """
+    dead = 0
+    for q in range(n_pairs):
+        if pairs[q, COUNT] == 0 and pairs[q, STAMP] != step:
+            dead += 1
+    if dead < min_dead:
+        return n_pairs
+    new_row = np.empty(n_pairs, dtype=np.int32)
+    kept = 0
+    for q in range(n_pairs):
+        if pairs[q, COUNT] == 0 and pairs[q, STAMP] != step:
+            new_row[q] = -1
+            continue
+        new_row[q] = kept
+        if kept != q:
+            for c in range(NCOL):
+                pairs[kept, c] = pairs[q, c]
+        kept += 1
+    for k in range(n_touched):
+        touched[k] = new_row[touched[k]]
+    near_step[:, :] = -1
+    slots[:] = -1
+    mask = len(slots) - 1
+    for q in range(kept):
+        s = _mix(pairs[q, KEY], mask)
+        while slots[s] >= 0:
+            s = (s + 1) & mask
+        slots[s] = q
+    return kept
 
 
 # ----------------------------------------------------------------------------------------------
-# heap of (count, aux, pair row): best = higher count, then lower aux
+# heap of (count, aux[, pair row]): best = higher count, then lower aux
 
 
 @cached_njit((_I64_2D, types.int64, types.int64, types.int64, types.int64), nogil=True)
 def _heap_push(heap, size, count, aux, p):
+    """Push (count, aux) and, in a 3-column heap, the pair row ``p``."""
     if size >= len(heap):
-        grown = np.empty((2 * len(heap), 3), dtype=np.int64)
+        grown = np.empty((2 * len(heap), heap.shape[1]), dtype=np.int64)
         grown[:size] = heap[:size]
         heap = grown
     heap[size, 0] = count
     heap[size, 1] = aux
-    heap[size, 2] = p
+    if heap.shape[1] > 2:
+        heap[size, 2] = p
     sift_up(heap, size)
     return heap, size + 1
 
@@ -185,7 +243,7 @@ def _heap_push(heap, size, count, aux, p):
 def _heap_pop(heap, size):
     """Remove the top entry (read it before calling); returns the new size."""
     size -= 1
-    for c in range(3):
+    for c in range(heap.shape[1]):
         heap[0, c] = heap[size, c]
     sift_down(heap, 0, size)
     return size
@@ -392,7 +450,7 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
     if first_seen:
         for p in range(n_pairs):
             pairs[p, FIRST] = _first_occurrence(sym, words, tok_len, pairs, p, pool)
-    heap = np.empty((max(16, n_pairs + 16), 3), dtype=np.int64)
+    heap = np.empty((max(16, n_pairs + 16), 3 if first_seen else 2), dtype=np.int64)
     size = 0
     for p in range(n_pairs):
         if pairs[p, COUNT] > 0:
@@ -409,13 +467,21 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
     post_buf = np.empty(1024, dtype=np.int32)
     near_step = np.full((4, cap_ids), -1, dtype=np.int64)
     seq_buf = np.empty(64, dtype=np.int32)
+    # Stale postings can be dropped unless first-seen could still find an occurrence in a word
+    # of count 0 (only train_bpe_from_counts makes those).
+    drop_stale = True
+    if first_seen:
+        for w in range(len(words)):
+            if words[w, W_FREQ] == 0:
+                drop_stale = False
+    dropped = 0  # pairs removed from the table
     step = 0
     while n_ids < n_ids_target and size > 0:
         count = heap[0, 0]
         aux = heap[0, 1]
-        p = heap[0, 2]
+        p = heap[0, 2] if first_seen else _find_pair(slots, pairs, aux)
         size = _heap_pop(heap, size)
-        current = pairs[p, COUNT]
+        current = pairs[p, COUNT] if p >= 0 else 0
         progress[3] += 1
         if count != current:
             # Stale: re-queue with the current count (HF's lazy refresh).
@@ -509,10 +575,16 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                 continue  # stale posting
             progress[2] += 1
             if st[N_PAIRS] + m > len(pairs) or 2 * (st[N_PAIRS] + m) > len(slots):
+                if not first_seen and st[N_PAIRS] + m > len(pairs):
+                    # Reuse the rows of dead pairs (a quarter of the table at least) instead of
+                    # growing it; p keeps its count, so its row is kept (it may move).
+                    kept = _drop_dead_pairs(slots, pairs, st[N_PAIRS], step, touched, st[N_TOUCHED], near_step, len(pairs) // 4)
+                    dropped += st[N_PAIRS] - kept
+                    st[N_PAIRS] = kept
                 slots, pairs = _reserve_pairs(slots, pairs, st[N_PAIRS], m + len(pairs) // 4)
             need = 2 * (st[APPENDS] + 2 * m) + 8 * m + 8 + (2 * st[POOL_USED] if reused else 0)
             if st[POOL_USED] + need > len(pool):
-                pool = _reserve_pool(pairs, st[N_PAIRS], pool, st, need)
+                pool = _reserve_pool(pairs, st[N_PAIRS], pool, st, need, drop_stale)
             if st[N_TOUCHED] + m > len(touched):
                 grown_t = np.empty(2 * (st[N_TOUCHED] + m), dtype=np.int64)
                 grown_t[:st[N_TOUCHED]] = touched[:st[N_TOUCHED]]
@@ -556,7 +628,7 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
             pairs[p, COUNT] = 0
         progress[4] += st[N_TOUCHED]
         if len(heap) < size + st[N_TOUCHED]:
-            grown_h = np.empty((2 * (size + st[N_TOUCHED]), 3), dtype=np.int64)
+            grown_h = np.empty((2 * (size + st[N_TOUCHED]), heap.shape[1]), dtype=np.int64)
             grown_h[:size] = heap[:size]
             heap = grown_h
         for k in range(st[N_TOUCHED]):
@@ -566,7 +638,7 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                 heap, size = _heap_push(heap, size, pairs[q, COUNT], aux_q, q)
         step += 1
         progress[0] = n_merges
-    progress[5] = st[N_PAIRS]
+    progress[5] = st[N_PAIRS] + dropped
     progress[6] = len(pool)
     progress[7] = len(pairs)
     return merge_left[:n_merges].copy(), merge_right[:n_merges].copy(), merge_new[:n_merges].copy(), n_merges, n_ids

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .._native.memory import out_of_memory
+from .._native.memory import out_of_memory, release_free_memory
 from .._native.threads import check_num_threads
 from ..io.byte_level import CHAR_TO_BYTE, bytes_to_unicode
 from ..io.sources import DEFAULT_CHUNK_BYTES, TextChunk, iter_chunks, source_size
@@ -32,6 +32,9 @@ TIE_BREAKS = ("hf", "first-seen")
 ALPHABETS = ("bytes", "observed")
 UNITS = ("bytes", "chars")
 _COUNT_MAX = 2**63 - 1  # word and pair counts are int64
+# Text pre-tokenized at a time by a counting thread: its spans (16 B a piece, room for one piece
+# per 3 bytes) are counting's largest buffer, so a few MB, not the chunk's half.
+_SPLIT_BYTES = 1 << 20
 
 
 def byte_level_order() -> np.ndarray:
@@ -355,8 +358,8 @@ def _count_chunks(chunks: Iterable[TextChunk], pattern: str, total: int | None, 
     position = 0
 
     def work(k, data, docs, base):
-        spans = split_bytes(data, docs, pattern, num_threads=1)
-        counters[k].add_spans(data, spans, base)
+        for part in _batches(docs, _SPLIT_BYTES):
+            counters[k].add_spans(data, split_bytes(data, part, pattern, num_threads=1), base)
 
     try:
         with ThreadPoolExecutor(threads) as pool:
@@ -368,11 +371,14 @@ def _count_chunks(chunks: Iterable[TextChunk], pattern: str, total: int | None, 
                            for k, part in enumerate(_halves(chunk.docs, threads))]
                 position += len(chunk.data)
                 bar.set(chunk.consumed)
+            chunk = None  # type: ignore[assignment]  # the last chunk's text, freed before the tables are merged
             for future in pending:
                 future.result()
         bar.close()
         for other in counters[1:]:
             counters[0].merge(other)
+        del counters[1:]
+        release_free_memory()  # what counting freed, before the merge loop allocates
     except MemoryError as exc:
         held = sum(c.nbytes for c in counters)
         words = sum(c.n_words for c in counters)
@@ -380,6 +386,17 @@ def _count_chunks(chunks: Iterable[TextChunk], pattern: str, total: int | None, 
         raise out_of_memory(exc, f"counting the words of the corpus ({position:,} bytes read, {words:,} unique words so far)",
                             2 * held + 4 * DEFAULT_CHUNK_BYTES) from exc
     return counters[0], position
+
+
+def _batches(docs: np.ndarray, size: int) -> list[np.ndarray]:
+    """Split document ranges into runs of about ``size`` bytes (a bigger document stays whole)."""
+    if len(docs) < 2:
+        return [docs]
+    ends = np.cumsum(docs[:, 1] - docs[:, 0])
+    if ends[-1] <= size:
+        return [docs]
+    cuts = np.searchsorted(ends, np.arange(size, int(ends[-1]), size), side="right")
+    return [d for d in np.split(docs, np.unique(cuts)) if len(d)]
 
 
 def _halves(docs: np.ndarray, parts: int) -> list[np.ndarray]:
@@ -551,6 +568,7 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
         sym, w_start, w_len, w_freq, alphabet = _symbolize(counter, options)
         firsts = counter.firsts if options.tie_break == "first-seen" else None
         del counter
+        release_free_memory()  # the word table and what symbolizing freed
         token_bytes = [tok.encode("utf-8") for tok in options.special_tokens] + list(alphabet)
         tok_len, tok_seq, tok_seq_len = _base_symbols(options, alphabet)
         minimum = len(tok_len)
