@@ -939,6 +939,30 @@ def test_piece_cache_answers_tokens_and_marks_pieces_of_more_than_four_ids():
     enc._piece_caches = PieceCaches()
 
 
+def test_piece_cache_notes_whether_short_pieces_of_more_than_four_ids_are_common():
+    """A call that meets many short pieces of more than 4 ids (marks) sets the arena head's
+    third word, which makes later calls prefetch more pieces' long-region sets; English text
+    clears it. (It only steers prefetching: the ids are checked equal either way.)"""
+    from numtok.encode import _kernels as kernels
+
+    enc = numtok.load("cl100k_base")
+    ref = reference("cl100k_base")
+    bits = 14
+    rng = random.Random(3)
+    many = [p for p in ("鬱齉龘", "齉龘鬱", "龘鬱", "鬱齉", "齉龘") if len(ref.encode_ordinary(p)) > 4]
+    text = " ".join(rng.choice(many) for _ in range(3000))
+    pin_piece_cache(enc, kernels.new_piece_cache(bits))
+    cache = enc._piece_caches.free[-1]
+    flag = piece_cache_arena_head(bits) + 2
+    for _ in range(2):  # the first call stores the pieces, the second meets their marks
+        assert ids(enc.encode_ordinary(text)) == ids(ref.encode_ordinary(text))
+    assert cache[flag] == 1
+    english = " ".join(rng.choice(["the", "cache", "of", "pieces", "and", "words"]) for _ in range(3000))
+    assert ids(enc.encode_ordinary(english)) == ids(ref.encode_ordinary(english))
+    assert cache[flag] == 0
+    enc._piece_caches = PieceCaches()
+
+
 def long_piece_text(seed: str, n: int) -> str:
     """Pieces for the piece cache's arena: CJK and kana runs of 22-120 letters (65-360 bytes),
     ASCII letter runs of 65-300, and runs of rare CJK letters (4 bytes, several ids each) of up
