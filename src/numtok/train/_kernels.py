@@ -30,7 +30,7 @@ Why this shape (performance notes)
 from __future__ import annotations
 
 import numpy as np
-from numba import types
+from numba import njit, types
 
 from .._native.intrinsics import prefetch
 from .._native.jit import cached_njit
@@ -72,15 +72,21 @@ def _find_pair(slots, pairs, key):
         s = (s + 1) & mask
 
 
-@cached_njit(nogil=True)
-def _rehash_pairs(pairs, n_pairs, size):
-    slots = np.full(size, -1, dtype=np.int32)
-    mask = size - 1
+@njit(inline="always")
+def _fill_slots(slots, pairs, n_pairs):
+    """Index rows 0..n_pairs-1 of ``pairs`` by key in the empty hash ``slots``."""
+    mask = len(slots) - 1
     for p in range(n_pairs):
         s = _mix(pairs[p, KEY], mask)
         while slots[s] >= 0:
             s = (s + 1) & mask
         slots[s] = p
+
+
+@cached_njit(nogil=True)
+def _rehash_pairs(pairs, n_pairs, size):
+    slots = np.full(size, -1, dtype=np.int32)
+    _fill_slots(slots, pairs, n_pairs)
     return slots
 
 
@@ -211,12 +217,7 @@ def _drop_dead_pairs(slots, pairs, n_pairs, step, touched, n_touched, near_step,
         touched[k] = new_row[touched[k]]
     near_step[:, :] = -1
     slots[:] = -1
-    mask = len(slots) - 1
-    for q in range(kept):
-        s = _mix(pairs[q, KEY], mask)
-        while slots[s] >= 0:
-            s = (s + 1) & mask
-        slots[s] = q
+    _fill_slots(slots, pairs, kept)
     return kept
 
 
