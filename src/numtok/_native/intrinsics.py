@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+HIGH_BITS = np.uint64(0x8080808080808080)  # the top bit of each of 8 bytes: set for non-ASCII ones
 
 
 @intrinsic

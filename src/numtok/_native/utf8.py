@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
-from .intrinsics import address_view, load_u64, narrow_ascii32, store_u32, str_data_address
+from .intrinsics import HIGH_BITS, address_view, load_u64, narrow_ascii32, store_u32, str_data_address
 from .jit import cached_njit
 
 
@@ -239,7 +239,6 @@ def padded_prefix(buffer: np.ndarray, size: int, pad: int) -> np.ndarray:
 
 
 _ONES = np.uint64(0x0101010101010101)
-_HIGHS = np.uint64(0x8080808080808080)
 
 
 @cached_njit(nogil=True)
@@ -266,7 +265,7 @@ def contains_any(data, n, needles, needle_off, b0, b1):
             w = load_u64(data, p)
             t0 = w ^ x0
             t1 = w ^ x1
-            if ((t0 - _ONES) & ~t0 & _HIGHS) | ((t1 - _ONES) & ~t1 & _HIGHS) == 0:
+            if ((t0 - _ONES) & ~t0 & HIGH_BITS) | ((t1 - _ONES) & ~t1 & HIGH_BITS) == 0:
                 p += 8
                 continue
             stop = p + 8

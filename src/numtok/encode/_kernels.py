@@ -53,7 +53,7 @@ import numpy as np
 from numba import njit
 
 from .._native import hugepages as _hugepages
-from .._native.intrinsics import load_u64, prefetch
+from .._native.intrinsics import HIGH_BITS, load_u64, prefetch
 from .._native.jit import cached_njit
 from .._native.sink import store_id_pair  # the import also registers CountSink (encode_spans counts into one)
 from ..pretokenizers._scanners import is_cut, scan_whole
@@ -65,7 +65,6 @@ _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _U32 = np.uint64(32)
 _U64_0 = np.uint64(0)
-_HI_BITS = np.uint64(0x8080808080808080)  # the top bit of each byte: non-ASCII
 _U1 = np.uint64(1)
 _U2 = np.uint64(2)
 _u = np.uint64  # an unsigned index: Numba adds no wraparound for negative ones
@@ -959,7 +958,7 @@ def _encode_loop(
                 L2 = spans[_u(ahead), 1] - s2
                 if L2 <= 8:
                     a2, h2 = _hash_head(data, s2, L2)
-                    if a2 & _HI_BITS == _U64_0:  # only ASCII pieces look in the token table first
+                    if a2 & HIGH_BITS == _U64_0:  # only ASCII pieces look in the token table first
                         prefetch(whole_tab, _U2 * (h2 >> np.uint64(64 - wbits)))
                     prefetch(cache, 8 * ((h2 >> cshift) & cmask))
                 elif L2 <= CACHE_MAX_BYTES:
@@ -1008,7 +1007,7 @@ def _encode_loop(
                 # that stays in cache. Other pieces go to the piece cache first (one line,
                 # tokens included), not to both tables.
                 k0, h = _hash_head(data, s, L)
-                if k0 & _HI_BITS == _U64_0:
+                if k0 & HIGH_BITS == _U64_0:
                     wslot = h >> np.uint64(64 - wbits)
                     meta = whole_tab[_U2 * wslot + _U1]
                     if (whole_tab[_U2 * wslot] == k0) & ((meta >> _U32) == np.uint64(L)) & (L <= max_whole_len):

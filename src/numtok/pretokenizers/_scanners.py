@@ -76,6 +76,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
+from .._native.intrinsics import HIGH_BITS as _HI
 from .._native.intrinsics import ascii_class_masks32 as _ascii_class_masks32
 from .._native.intrinsics import ascii_class_masks64 as _ascii_class_masks64
 from .._native.intrinsics import load_u64 as _load_u64
@@ -116,7 +117,6 @@ _M3 = np.uint64(3)
 _M32 = np.uint64(32)
 _M_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
-_HI = np.uint64(0x8080808080808080)
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 _CASE = np.uint64(0x2020202020202020)
 
