@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
+import ctypes
 import functools
 import gzip
 import multiprocessing
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 from naive_encode import NaiveBPE, derive_merges, piece_cache_arena, piece_cache_arena_head, piece_cache_long_set, piece_cache_short_set
 
 import numtok
+from numtok._native import pystr as _pystr
 from numtok.encode import batch as batch_module
 from numtok.encode import buffers, engine, registry, streaming
 from numtok.encode.batch import BatchEncoding
@@ -383,6 +385,53 @@ def test_long_texts_streamed_in_blocks(name):
         assert ids(tok.encode_ordinary(text)) == ref.encode_ordinary(text)
     assert all(streaming.encode_streamed(tok, text) is not None for text in texts[:-1])
     assert streaming.encode_streamed(tok, texts[-1]) is None
+
+
+def keep_utf8(text: str) -> str:
+    """``text`` after CPython was asked for its UTF-8 (as tiktoken's and gigatoken's bindings
+    ask), which it then keeps in the str."""
+    as_utf8 = ctypes.pythonapi.PyUnicode_AsUTF8AndSize
+    as_utf8.restype, as_utf8.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.POINTER(ctypes.c_ssize_t)]
+    as_utf8(text, None)
+    return text
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_long_texts_read_in_place_when_the_str_holds_its_utf8(name):
+    """An ASCII str's characters, and the UTF-8 copy a non-ASCII str keeps once a C API asked
+    for it, are encoded where they are, in blocks up to a cut and a padded copy of the last
+    bytes: ids, counts and special-token checks identical to tiktoken's, for text with no cut
+    for many blocks, cuts only in the last bytes, and a token in a block or in the tail."""
+    ref = reference(name)
+    tok = copy_of(name)
+    tok._chunk_bytes = 97  # blocks of 194 bytes
+    base = sample_text()[:20_000]
+    mixed = base[:10_000] + " caf\xe9 \u4e2d\u6587 \u0442\u0435\u043a\u0441\u0442 \U0001f600 " + base[10_000:]
+    eot = "<|endoftext|>"
+    texts = [
+        base.encode("ascii", "ignore").decode(),
+        mixed,
+        "\u4e2d\u6587" * 3000 + " and then some words" * 20,
+        "\uac00\ub098" * 3000,  # no cut at all
+        "x" * 100 + " y" * 3000,
+        "word " * 1000,  # just over the tail
+    ]
+    for text in texts:
+        text = keep_utf8((text + "!")[:-1])  # a fresh str: nothing kept in it before
+        assert _pystr.utf8_in_place(text) is not None
+        assert streaming.encode_streamed(tok, text) is not None
+        assert ids(tok.encode_ordinary(text)) == ref.encode_ordinary(text)
+        assert tok.count_tokens(text) == len(ref.encode_ordinary(text))
+        assert ids(tok.encode(text)) == ref.encode(text)
+    fresh = (mixed + "!")[:-1]
+    assert _pystr.utf8_in_place(fresh) is None  # non-ASCII, nothing kept: written from the characters
+    for at in (50, 3000, len(mixed) - 20):  # in a block, and in the last bytes (the padded copy)
+        text = keep_utf8(mixed[:at] + eot + mixed[at:])
+        with pytest.raises(ValueError, match=re.escape(repr(eot))):
+            ref.encode(text)
+        with pytest.raises(ValueError, match=re.escape(repr(eot))):
+            tok.encode(text)
+        assert ids(tok.encode(text, allowed_special="all")) == ref.encode(text, allowed_special="all")
 
 
 @pytest.mark.parametrize("name", CORE)

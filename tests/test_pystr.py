@@ -69,6 +69,42 @@ def test_lengths_and_utf8_equal_python(texts, data):
     assert ctypes.string_at(utf8.ctypes.data + len(utf8), 8) == bytes(8)  # the padding
 
 
+def keep_utf8(text: str) -> str:
+    """``text`` after CPython was asked for its UTF-8, which it then keeps in the str (a lone
+    surrogate has none)."""
+    as_utf8 = ctypes.pythonapi.PyUnicode_AsUTF8AndSize
+    as_utf8.restype, as_utf8.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.POINTER(ctypes.c_ssize_t)]
+    try:
+        as_utf8(text, None)
+    except UnicodeEncodeError:
+        pass
+    return text
+
+
+@SETTINGS
+@given(TEXTS, st.data())
+def test_kept_utf8_is_read_in_place_and_copied(texts, data):
+    """The UTF-8 a str keeps (after ``PyUnicode_AsUTF8AndSize``) is what ``utf8_in_place``
+    returns and what a batch's block copies; an ASCII str's characters are its UTF-8; a
+    non-ASCII str that keeps none, a subclass and a non-str give None."""
+    texts = [(t + "!")[:-1] for t in texts]  # fresh strs (but for one character): none keeps a UTF-8 yet
+    kept = [data.draw(st.booleans()) for _ in texts]
+    for t, k in zip(texts, kept):
+        if k:
+            keep_utf8(t)
+        in_place = _pystr.utf8_in_place(t)
+        if t and (t.isascii() or (k and not any(0xD800 <= ord(c) <= 0xDFFF for c in t))):
+            assert in_place is not None and in_place.tobytes() == t.encode()
+        elif len(t) > 1:  # (one Latin-1 character is a shared str, which may keep one)
+            assert in_place is None
+    if not any(0xD800 <= ord(c) <= 0xDFFF for t in texts for c in t):
+        utf8, lens = _pystr.utf8_of_items(_pystr.as_items(texts), 0, len(texts), 8)
+        assert utf8.tobytes() == "".join(texts).encode()
+        assert lens.tolist() == [len(t.encode()) for t in texts]
+    for odd in (StrSubclass("\u4e2d sub"), b"bytes", 5):
+        assert _pystr.utf8_in_place(keep_utf8(odd) if isinstance(odd, str) else odd) is None
+
+
 @pytest.mark.parametrize("odd", [5, None, b"bytes", StrSubclass("sub"), ["a"]])
 def test_anything_but_an_exact_str_is_refused(odd):
     items = _pystr.as_items(["ok", odd, "ok"])

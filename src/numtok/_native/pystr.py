@@ -7,7 +7,8 @@ the two workers then waited for). Instead the batch is held in a tuple (its item
 one contiguous array, and the garbage collector stops walking a tuple of strs the first time it
 sees one, where it walks a list of 640k texts, ~19 ms, at every collection), and kernels read
 each str where CPython keeps it: its type, length, kind (1, 2 or 4 bytes a character) and code
-units, and write the UTF-8 straight from there.
+units, and write the UTF-8 straight from there (or copy the UTF-8 a str keeps once a C API has
+asked for it: ``utf8_in_place``).
 
 That reads CPython's object layout, which is not a public API, so nothing is assumed: the
 offsets are found once per process by probing strs whose contents are known (with ``ctypes``),
@@ -44,6 +45,8 @@ _COMPACT_BIT = 6
 _ASCII_DATA = 7  # offset of the characters of a compact ASCII str
 _COMPACT_DATA = 8  # ... and of any other compact str
 _TUPLE_ITEMS = 9  # offset of a tuple's first item pointer
+_UTF8 = 10  # offset of the pointer to the UTF-8 copy a non-ASCII compact str may keep (-1: unknown)
+_UTF8_LENGTH = 11  # ... and of that copy's length in bytes
 
 
 @njit(inline="always")
@@ -108,6 +111,14 @@ def _to_utf8(items_address, first, last, layout, out, lens):
     for i in range(first, last):
         obj = items[i]
         m, kind, is_ascii = _str_info(obj, layout)
+        if not is_ascii and layout[_UTF8] >= 0:
+            kept = _word(obj + layout[_UTF8])
+            if kept != 0:  # the UTF-8 the str keeps (see utf8_in_place): copied, not written
+                size = _word(obj + layout[_UTF8_LENGTH])
+                out[o : o + size] = address_view(kept, size, np.uint8)
+                lens[i - first] = size
+                o += size
+                continue
         end = units_to_utf8_at(_units_address(obj, layout, is_ascii), m, kind, out, o, no_ends, no_ends)
         if end < 0:
             return -1
@@ -157,6 +168,45 @@ def slice_to_utf8(text: str, first: int, last: int, out: np.ndarray, start: int)
     if out.dtype != np.uint8 or not out.flags.c_contiguous or not out.flags.writeable:
         raise ValueError("out must be a writable C-contiguous uint8 array")
     return int(_slice_to_utf8(id(text), layout(), first, last, out, start))
+
+
+def utf8_in_place(text: str) -> np.ndarray | None:
+    """The UTF-8 bytes ``text`` already holds, as a uint8 array over them (no copy), or None.
+
+    An ASCII str's characters are its UTF-8; a non-ASCII str keeps a UTF-8 copy once a C API
+    has asked for it (``PyUnicode_AsUTF8AndSize``: the Rust bindings of tiktoken and
+    gigatoken do, on every call), until the str dies. The array is valid only while ``text``
+    lives and must never be written; it has no padding after it (a kernel that reads past its
+    data's end must stop short of it).
+
+    >>> bytes(utf8_in_place("".join(["ab", "c"]))) if layout() is not None else b"abc"
+    b'abc'
+    """
+    lay = layout()
+    return None if lay is None else _utf8_in_place(text, lay)
+
+
+def _utf8_in_place(text: str, lay: np.ndarray) -> np.ndarray | None:
+    if type(text) is not str:
+        return None
+    import ctypes
+
+    address = id(text)
+    state = ctypes.c_uint32.from_address(address + int(lay[_STATE])).value
+    if (state >> int(lay[_COMPACT_BIT])) & 1 == 0:
+        return None
+    if (state >> int(lay[_ASCII_BIT])) & 1:
+        start, size = address + int(lay[_ASCII_DATA]), len(text)
+    elif lay[_UTF8] >= 0:
+        start = ctypes.c_size_t.from_address(address + int(lay[_UTF8])).value
+        size = ctypes.c_ssize_t.from_address(address + int(lay[_UTF8_LENGTH])).value
+        if start == 0:
+            return None
+    else:
+        return None
+    if size == 0:
+        return None
+    return np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(start))
 
 
 def as_items(texts) -> tuple:
@@ -274,8 +324,43 @@ def _probe() -> np.ndarray | None:
     tuple_items = next((o for o in range(type_off + 16, 64, 8) if word(id(tup) + o) == id(samples[0]) and word(id(tup) + o + 8) == id(samples[1])), None)
     if tuple_items is None:
         return None
-    fields = (type_off, id(str), len_off, state_off, shift, ascii_bit, compact_bit, ascii_data, compact_data, tuple_items)
+    utf8_off, utf8_len_off = _probe_utf8_copy(word, len_off + 8, compact_data)
+    fields = (type_off, id(str), len_off, state_off, shift, ascii_bit, compact_bit, ascii_data, compact_data, tuple_items, utf8_off, utf8_len_off)
     return np.array(fields, np.int64)
+
+
+def _as_utf8():
+    """CPython's ``PyUnicode_AsUTF8AndSize`` (which makes a str keep its UTF-8), for probing."""
+    import ctypes
+
+    as_utf8 = ctypes.pythonapi.PyUnicode_AsUTF8AndSize
+    as_utf8.restype = ctypes.c_void_p
+    as_utf8.argtypes = [ctypes.py_object, ctypes.POINTER(ctypes.c_ssize_t)]
+    return as_utf8
+
+
+def _probe_utf8_copy(word, first: int, stop: int) -> tuple[int, int]:
+    """(offset of the UTF-8 copy's pointer, of its length) in a non-ASCII compact str, or
+    (-1, -1): the word that is 0 in fresh strs and becomes the pointer
+    ``PyUnicode_AsUTF8AndSize`` returns, and the one that becomes the size it reports."""
+    import ctypes
+
+    as_utf8 = _as_utf8()
+    samples = ["".join(["caf\xe9"] * n) for n in (3, 5)] + ["".join(["\u0100\u4e2d"] * n) for n in (4, 7)] + ["".join(["\U0001f600x"] * 5)]
+    offsets = range(first, stop, 8)
+    before = [[word(id(s) + o) for o in offsets] for s in samples]
+    found: set[tuple[int, int]] = set()
+    for s, old in zip(samples, before):
+        size = ctypes.c_ssize_t()
+        pointer = as_utf8(s, ctypes.byref(size))
+        if not pointer or ctypes.string_at(pointer, size.value) != s.encode():
+            return -1, -1
+        ptr_offs = [o for o, w in zip(offsets, old) if w == 0 and word(id(s) + o) == pointer]
+        len_offs = [o for o, w in zip(offsets, old) if w == 0 and word(id(s) + o) == size.value]
+        if len(ptr_offs) != 1 or len(len_offs) != 1:
+            return -1, -1
+        found.add((ptr_offs[0], len_offs[0]))
+    return found.pop() if len(found) == 1 else (-1, -1)
 
 
 def _kernels_agree(lay: np.ndarray) -> bool:
@@ -283,6 +368,13 @@ def _kernels_agree(lay: np.ndarray) -> bool:
     they must refuse."""
     texts = ["", "a", "hello world " * 5, "\xe9t\xe9", "\u4e2d\u6587 " * 9, "\U0001f600 ok", "x" * 40 + "\u0101", str(12345)]
     texts += [t * 3 for t in texts]
+    kept = "".join(["\u4e2d\xe9 ok "] * 5)  # with a kept UTF-8 copy, which is read instead
+    if lay[_UTF8] >= 0:
+        _as_utf8()(kept, None)
+        in_place = _utf8_in_place(kept, lay)
+        if in_place is None or in_place.tobytes() != kept.encode():
+            return False
+    texts.append(kept)
     items = as_items(texts)
     chars = np.empty(len(items), np.int64)
     if _lengths(id(items) + lay[_TUPLE_ITEMS], len(items), lay, chars) != -1 or chars.tolist() != [len(t) for t in texts]:

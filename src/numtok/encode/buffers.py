@@ -11,6 +11,7 @@ import threading
 
 import numpy as np
 
+from .._native.pystr import utf8_in_place
 from .._native.utf8 import padded_utf8, utf8_bytes
 
 if sys.byteorder != "little":  # pragma: no cover
@@ -58,10 +59,14 @@ def in_scratch(raw: bytes) -> np.ndarray:
 
 
 def padded_utf8_of(text: str) -> np.ndarray:
-    """:func:`padded` UTF-8 of one text (lone surrogates -> U+FFFD). Long texts are written
-    straight from the str (half the time of ``str.encode`` and a copy); short ones are not:
-    Numba types a str argument in Python, ~4 us a call."""
+    """:func:`padded` UTF-8 of one text (lone surrogates -> U+FFFD). Long texts are copied
+    from the UTF-8 the str holds (``utf8_in_place``) or else written straight from its
+    characters (half the time of ``str.encode`` and a copy); short ones are not: Numba types a
+    str argument in Python, ~4 us a call (``str.encode`` copies a kept UTF-8 too)."""
     if len(text) >= DIRECT_UTF8_CHARS:
+        in_place = utf8_in_place(text)
+        if in_place is not None:
+            return padded(in_place)
         converted = padded_utf8(text, PAD, _NO_OFFSETS)
         if converted is not None:
             return converted[0]
