@@ -8,8 +8,9 @@ kitoken when they import), all on the same text in one run.
     python benchmarks/compare_encode.py CORPUS --only numtok,tiktoken --modes single --short --worst
     python benchmarks/compare_encode.py /work/corpus/multi-100M.txt --by-script --modes single,batch1
 
-Modes (every figure is MB/s of UTF-8 input, the median of ``--repeat`` runs; the machine is
-shared, so compare medians and the ratios to tiktoken printed next to them):
+Modes (every figure is MB/s of UTF-8 input, the median of the ``--repeat`` runs after each
+mode's first; the machine is shared, so compare medians and the ratios to tiktoken printed next
+to them):
 
 * ``single``: the whole corpus as one string, one call, one thread (tokie is skipped here: it
   splits one long input over all cores). Every run gets the same str object: once a library's
@@ -27,7 +28,10 @@ Libraries are built offline from the rank files numtok ships: tiktoken from the 
 HF tokenizers / tokie / kitoken from a tokenizer.json numtok writes, gigatoken from a
 ``<name>.tiktoken`` copy. Before timing, every library's ids on the first ``--check-mb`` MB are
 compared with tiktoken's ("exact" column). numtok and gigatoken keep a piece cache across
-calls: ``first`` is numtok's first run on a fresh cache, the median includes warm runs.
+calls: ``first`` is numtok's first run on a fresh cache (text it has not seen), not counted in
+the median. A numtok tokenizer's piece caches also grow between calls until they have a set per
+256 bytes of all the text given (full size after 128 MB): a run that grows one pays for it, so
+medians need a few warm runs (``--repeat 5``) on corpora of a few MB.
 
 ``--by-script`` (for the multi-*.txt files of benchmarks/corpus/build-multilingual) splits the
 corpus into documents as the batch modes do, gives each document the script group holding >= 60%
@@ -68,6 +72,11 @@ def timed(fn, repeat: int) -> tuple[float, float]:
         fn()
         times.append(time.perf_counter() - t0)
     return times[0], statistics.median(times)
+
+
+def warm_median(times: list[float]) -> float:
+    """Median of the runs after the first (the first alone if there is only one)."""
+    return statistics.median(times[1:] or times)
 
 
 class OnFreshCopy:
@@ -430,7 +439,7 @@ def by_script(args, docs: list[str], modes: list[str], wanted: set, workdir: str
                             reference[kind] = _flat(ref_lib.encode(gtext) if kind == "single" else ref_lib.batch(gdocs, 1))
                     exact &= np.array_equal(out[0], reference[kind][0]) and np.array_equal(out[1], reference[kind][1])
                 del first
-                table[g][lib.name] = {m: size / statistics.median(ts) / 1e6 for m, ts in times.items()}
+                table[g][lib.name] = {m: size / warm_median(ts) / 1e6 for m, ts in times.items()}
                 row = "  ".join(
                     f"{m} {table[g][lib.name][m]:7.1f}" + (f" (first {size / times[m][0] / 1e6:.1f})" if lib.name == "numtok" else "")
                     for m in modes if m in times
@@ -448,7 +457,7 @@ def by_script(args, docs: list[str], modes: list[str], wanted: set, workdir: str
             if not any(m in r for res in table.values() for r in res.values()):
                 continue
             head = "".join(f"{n:>12s}" for n in names) + "".join(f"{'numtok/' + o[:4]:>14s}" for o in others)
-            print(f"\n  {encoding}, {m}, MB/s (median of {args.repeat}):\n  {'group':10s} {'MB':>7s}{head}")
+            print(f"\n  {encoding}, {m}, MB/s (median of {max(args.repeat - 1, 1)} after the first):\n  {'group':10s} {'MB':>7s}{head}")
             for g, res in table.items():
                 cells = "".join(f"{res[n][m]:12.1f}" if m in res.get(n, {}) else f"{'-':>12s}" for n in names)
                 for o in others:
@@ -483,7 +492,7 @@ def main(argv=None) -> int:
     wanted = set(filter(None, args.only.split(",")))
     workdir = tempfile.mkdtemp(prefix="numtok-compare-")
     print(f"corpus {args.corpus}: {n_bytes / 1e6:.1f} MB, {len(docs)} documents; threads={args.threads}; "
-          f"median of {args.repeat} (python {sys.version.split()[0]})")  # fmt: skip
+          f"median of the {max(args.repeat - 1, 1)} runs after the first (python {sys.version.split()[0]})")  # fmt: skip
     if args.by_script:
         by_script(args, docs, modes, wanted, workdir)
         print_peak_rss()
@@ -518,7 +527,7 @@ def main(argv=None) -> int:
                 for mode, (fn, _) in runs.items():
                     times[mode].append(timed(fn, 1)[0])
             results[lib.name] = {
-                mode: (size / times[mode][0] / 1e6, size / statistics.median(times[mode]) / 1e6) for mode, (_, size) in runs.items()
+                mode: (size / times[mode][0] / 1e6, size / warm_median(times[mode]) / 1e6) for mode, (_, size) in runs.items()
             }
             row = "  ".join(
                 f"{mode} {results[lib.name][mode][1]:7.1f}" + (f" (first {results[lib.name][mode][0]:.1f})" if lib.name == "numtok" else "")
