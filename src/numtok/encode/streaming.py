@@ -84,7 +84,7 @@ _TAIL_BYTES = 4096
 def _encode_in_place(tok, data: np.ndarray, needles: tuple | None, count: bool) -> np.ndarray | int | None:
     """``encode_streamed`` of a text whose UTF-8 the str already holds (``_pystr.utf8_in_place``):
     the same blocks, each read where it is instead of written from the characters first (1.2x
-    on Korean text). The data's last bytes, from the first cut of its last
+    on Korean text). The data's last bytes, from the last cut before its final
     ``_TAIL_BYTES``, are encoded from a padded copy. ``data`` is only read."""
     n = len(data)
     block = 2 * tok._chunk_bytes
