@@ -10,7 +10,7 @@ from .._native import pystr as _pystr
 from .._native.sink import CountSink
 from .._native.utf8 import contains_any
 from ..pretokenizers import _scanners
-from .buffers import PAD
+from .buffers import PAD, padded
 from .special import NO_SPECIAL
 
 
@@ -85,7 +85,8 @@ def _encode_in_place(tok, data: np.ndarray, needles: tuple | None, count: bool) 
     """``encode_streamed`` of a text whose UTF-8 the str already holds (``_pystr.utf8_in_place``):
     the same blocks, each read where it is instead of written from the characters first (1.2x
     on Korean text). The data's last bytes, from the last cut before its final
-    ``_TAIL_BYTES``, are encoded from a padded copy. ``data`` is only read."""
+    ``_TAIL_BYTES`` (all of it if there is none), are encoded from a padded copy. ``data`` is
+    only read."""
     n = len(data)
     block = 2 * tok._chunk_bytes
     out, doc, doc_end = _outputs(tok, n, count)
@@ -107,8 +108,7 @@ def _encode_in_place(tok, data: np.ndarray, needles: tuple | None, count: bool) 
             k += _engine().run_groups(tok, data, doc, NO_SPECIAL, None, [(0, 1)], out[k:], doc_end, caches, True)
             caches[0] = tok._piece_caches.check(caches[0], cut - start)
             start = cut
-        tail = np.zeros(n - start + PAD, dtype=np.uint8)[: n - start]
-        tail[:] = data[start:]
+        tail = padded(data[start:])
         if needles is not None and contains_any(tail, len(tail), *needles):
             return None
         doc[0, 0], doc[0, 1] = 0, len(tail)
