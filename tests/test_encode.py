@@ -722,20 +722,39 @@ def test_padded_utf8_reads_every_str_kind(text, widener, data):
     assert ends.tolist() == [len(text[:c].encode("utf-8")) for c in cuts]
 
 
+# Mixes of UTF-8 widths the conversion has a loop for (ASCII with 2-byte, ASCII with 3-byte),
+# and any mix.
+WIDTH_MIXES = [
+    ["a", " ", ".", "é", "я", "\u07ff"],
+    ["a", " ", ".", "\u0800", "\u0915", "한", "中", "\uffff"],
+    ["a", " ", ".", "é", "я", "\u0915", "한", "中", "\u20ac", "\U0001F600"],
+]
+
+
 @SETTINGS
 @given(
-    st.lists(st.sampled_from(["a", " ", ".", "é", "я", "\u0915", "한", "中", "\u20ac", "\U0001F600"]), min_size=1, max_size=8).flatmap(
+    st.sampled_from(WIDTH_MIXES).flatmap(lambda mix: st.lists(st.sampled_from(mix), min_size=1, max_size=8)).flatmap(
         lambda alphabet: st.text(st.sampled_from(alphabet), min_size=28, max_size=200)
     ),
     st.sampled_from([0, 1, 8]),
+    st.sampled_from(["", " " * 33 + "\U0001F600"]),
+    st.one_of(st.none(), st.integers(0, 200)),
 )
-def test_padded_utf8_blocks_of_mixed_widths(text, pad):
-    """Blocks of 32 characters with ASCII and 2-, 3- and 4-byte characters in any order, up to
-    a buffer with no room past the worst case (``pad`` 0: the last characters are written a
-    byte at a time), give str.encode's bytes."""
+def test_padded_utf8_blocks_of_mixed_widths(text, pad, widener, surrogate_at):
+    """Blocks of 32 characters with ASCII and 2-, 3- and 4-byte characters in any order (each
+    mix of widths has its own loop), in strs of every kind (``widener``: a 4-byte str), up to a
+    buffer with no room past the worst case (``pad`` 0: the last characters are written a byte
+    at a time), give str.encode's bytes; a lone surrogate among them is found whatever the mix."""
     from numtok._native.utf8 import padded_utf8
 
-    out, _ = padded_utf8(text, pad, np.zeros(0, np.int64))
+    if surrogate_at is not None:
+        text = text[:surrogate_at] + "\udc00" + text[surrogate_at:]
+    text += widener
+    converted = padded_utf8(text, pad, np.zeros(0, np.int64))
+    if surrogate_at is not None:
+        assert converted is None  # the caller repairs surrogates
+        return
+    out, _ = converted
     assert out.tobytes() == text.encode("utf-8")
     assert out.base[len(out) : len(out) + pad].tolist() == [0] * pad
 

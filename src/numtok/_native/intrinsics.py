@@ -216,3 +216,43 @@ def narrow_ascii32(typingctx, units, i, out, o):
         return builder.bitcast(wide, ir.IntType(32))
 
     return sig, codegen
+
+
+@intrinsic
+def utf8_widths32(typingctx, units, i):
+    """For the 32 code units at ``units[i]`` (uint8, uint16 or uint32), a uint64 whose low 32
+    bits mark the units whose UTF-8 is 2 bytes (U+0080..U+07FF) and whose high 32 bits mark
+    those whose UTF-8 is 3 bytes (U+0800..U+FFFF but surrogates). No bounds checks: the caller
+    keeps ``i + 32 <= len(units)``.
+
+    Compared with :func:`narrow_ascii32`'s mask, it tells a block of Russian (ASCII and 2-byte
+    characters) or of Chinese, Korean, Hindi (ASCII and 3-byte) from one that needs the
+    general per-character path."""
+    if not (isinstance(units, types.Array) and units.ndim == 1 and units.layout == "C" and units.dtype in (types.uint8, types.uint16, types.uint32)):
+        return None
+    sig = types.uint64(units, i)
+
+    def codegen(context, builder, signature, args):
+        src = context.make_array(signature.args[0])(context, builder, args[0])
+        bits = signature.args[0].dtype.bitwidth
+        vector = ir.VectorType(ir.IntType(bits), 32)
+        v = builder.load(builder.bitcast(builder.gep(src.data, [args[1]]), vector.as_pointer()), align=1)
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+
+        def splat(value):
+            return ir.Constant(vector, [value] * 32)
+
+        if bits == 8:  # Latin-1: every non-ASCII unit is 2 bytes
+            return builder.zext(builder.bitcast(builder.icmp_unsigned(">=", v, splat(0x80)), i32), i64)
+        two = builder.icmp_unsigned("<", builder.sub(v, splat(0x80)), splat(0x780))
+        three = builder.and_(
+            builder.icmp_unsigned(">=", v, splat(0x800)),
+            builder.icmp_unsigned("!=", builder.and_(v, splat(0xF800)), splat(0xD800)),
+        )
+        if bits == 32:
+            three = builder.and_(three, builder.icmp_unsigned("<", v, splat(0x10000)))
+        low = builder.zext(builder.bitcast(two, i32), i64)
+        high = builder.zext(builder.bitcast(three, i32), i64)
+        return builder.or_(low, builder.shl(high, ir.Constant(i64, 32)))
+
+    return sig, codegen

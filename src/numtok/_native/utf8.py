@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
-from .intrinsics import HIGH_BITS, address_view, load_u64, narrow_ascii32, store_u32, str_data_address
+from .intrinsics import HIGH_BITS, address_view, load_u64, narrow_ascii32, store_u32, str_data_address, utf8_widths32
 from .jit import cached_njit
 
 
@@ -113,6 +113,31 @@ def _put_utf8(c, out, o):
     return o + 4
 
 
+# A character's UTF-8 as one little-endian word (its first byte lowest), one function a length.
+# Scalars only: an array passed to an inlined function is still reference-counted, two calls
+# into Numba's runtime a block.
+@njit(inline="always")
+def _utf8_word2(c):
+    return (0xC0 | (c >> 6)) | ((0x80 | (c & 0x3F)) << 8)
+
+
+@njit(inline="always")
+def _utf8_word3(c):
+    return (0xE0 | (c >> 12)) | ((0x80 | ((c >> 6) & 0x3F)) << 8) | ((0x80 | (c & 0x3F)) << 16)
+
+
+@njit(inline="always")
+def _utf8_word4(c):
+    return (0xF0 | (c >> 18)) | ((0x80 | ((c >> 12) & 0x3F)) << 8) | ((0x80 | ((c >> 6) & 0x3F)) << 16) | ((0x80 | (c & 0x3F)) << 24)
+
+
+@njit(inline="always")
+def _ascii_or(c, word):
+    """``c`` where it is ASCII, else ``word``: a mask, not a select, which LLVM would turn
+    back into a branch that mispredicts at every space of Russian or Korean text."""
+    return c ^ ((word ^ c) & -np.int64(c >= 0x80))
+
+
 @cached_njit(nogil=True)
 def _units_to_utf8(units, out, start, char_ends, byte_ends):
     """Write the UTF-8 of the code units (uint8/16/32) into ``out`` from ``start`` on and
@@ -129,15 +154,21 @@ def _units_to_utf8(units, out, start, char_ends, byte_ends):
         # Blocks of 32 characters: all ASCII, one vector store; otherwise the block's
         # characters from its first to its last non-ASCII one (the next block starts after
         # them) are written without a branch per character, each one's UTF-8 stored as one
-        # 4-byte word: a branch per length or per ASCII test mispredicted at every space of
-        # Korean or Russian text.
+        # 4-byte word, by a loop for the block's mix of widths: ASCII with 2-byte (Russian),
+        # ASCII with 3-byte (Chinese, Korean, Hindi: half the work a character), any.
         while i < stop:
+            mix = 0
             if stop - i >= 32:
                 wide = narrow_ascii32(units, i, out, o)
                 if wide == 0:
                     i += 32
                     o += 32
                     continue
+                widths = utf8_widths32(units, i)
+                if np.uint32(widths & 0xFFFFFFFF) == wide:
+                    mix = 2
+                elif np.uint32(widths >> 32) == wide:
+                    mix = 3
                 t = np.int64(trailing_zeros(wide))
                 end = i + 32 - np.int64(leading_zeros(wide))  # past the block's last non-ASCII one
                 i += t
@@ -151,14 +182,25 @@ def _units_to_utf8(units, out, start, char_ends, byte_ends):
                         return -1
                     i += 1
                 continue
+            if mix == 2:
+                while i < end:
+                    c = np.int64(units[np.uint64(i)])  # unsigned: no negative-index wraparound
+                    i += 1
+                    store_u32(out, o, _ascii_or(c, _utf8_word2(c)))
+                    o += 1 + np.int64(c >= 0x80)
+                continue
+            if mix == 3:
+                while i < end:
+                    c = np.int64(units[np.uint64(i)])
+                    i += 1
+                    store_u32(out, o, _ascii_or(c, _utf8_word3(c)))
+                    o += 1 + 2 * np.int64(c >= 0x80)
+                continue
             bad = False
             while i < end:
-                c = np.int64(units[np.uint64(i)])  # unsigned: no negative-index wraparound
+                c = np.int64(units[np.uint64(i)])
                 i += 1
-                w2 = (0xC0 | (c >> 6)) | ((0x80 | (c & 0x3F)) << 8)
-                w3 = (0xE0 | (c >> 12)) | ((0x80 | ((c >> 6) & 0x3F)) << 8) | ((0x80 | (c & 0x3F)) << 16)
-                w4 = (0xF0 | (c >> 18)) | ((0x80 | ((c >> 12) & 0x3F)) << 8) | ((0x80 | ((c >> 6) & 0x3F)) << 16) | ((0x80 | (c & 0x3F)) << 24)
-                w = w4 if c >= 0x10000 else (w3 if c >= 0x800 else (w2 if c >= 0x80 else c))
+                w = _utf8_word4(c) if c >= 0x10000 else (_utf8_word3(c) if c >= 0x800 else (_utf8_word2(c) if c >= 0x80 else c))
                 store_u32(out, o, w)
                 o += 1 + np.int64(c >= 0x80) + np.int64(c >= 0x800) + np.int64(c >= 0x10000)
                 bad |= ((c - 0xD800) >> 11) == 0  # a surrogate: U+D800..U+DFFF
