@@ -9,17 +9,18 @@ offsets to ``time_encode_ordinary``'s work;
 ``track_mb_per_s`` reports the one-thread figure directly; ``time_first_pass`` is one encode on
 a fresh piece cache (the other figures include warm-cache repeats, as a long-running pipeline
 sees them). ``WorstCase`` times single pieces of 1 MB ("a" * 10**6, spaces, CJK without
-spaces) that are O(n^2) in tokenizers without a large-piece path. Comparisons with tiktoken
-and others on the same text are in ``compare_encode.py``.
+spaces) that are O(n^2) in tokenizers without a large-piece path. ``EncodeByScript`` times
+``encode_ordinary`` on each script group of the multilingual corpus (``common.multilingual_text``:
+NUMTOK_BENCH_MULTI_CORPUS or the sample in tests/data), piece caches grown first.
+Comparisons with tiktoken and others on the same text are in ``compare_encode.py``.
 """
 
 from __future__ import annotations
 
-import time
-
 import numtok
 
-from .common import corpus_text
+from .common import corpus_text, mb_per_s, multilingual_text, warm_piece_caches
+from .script_groups import GROUPS, group_texts
 
 ENCODINGS = ["r50k_base", "cl100k_base", "o200k_base"]
 
@@ -83,12 +84,7 @@ class Encode:
         self.enc.encode_with_offsets(self.text)
 
     def track_mb_per_s(self, encoding):
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            self.enc.encode_ordinary(self.text)
-            best = min(best, time.perf_counter() - t0)
-        return self.n_bytes / best / 1e6
+        return mb_per_s(lambda: self.enc.encode_ordinary(self.text), self.n_bytes, repeat=3)
 
     track_mb_per_s.unit = "MB/s"
 
@@ -125,3 +121,31 @@ class WorstCase:
 
     def time_encode(self, encoding, text):
         self.enc.encode_ordinary(self.text)
+
+
+class EncodeByScript:
+    """One thread, one call on a script group's documents joined (as ``compare_encode.py
+    --by-script`` times ``single`` and ``fresh``: numtok never makes a str keep its UTF-8)."""
+
+    params = (["cl100k_base", "o200k_base"], list(GROUPS))
+    param_names = ["encoding", "script"]
+    timeout = 600
+    repeat = 7
+    number = 1
+
+    def setup(self, encoding, script):
+        text = group_texts(multilingual_text()).get(script)
+        if not text:
+            raise NotImplementedError(f"no {script} documents in the corpus")  # asv skips it
+        self.text = text
+        self.n_bytes = len(text.encode("utf-8"))
+        self.enc = numtok.load(encoding)
+        warm_piece_caches(self.enc, lambda: self.enc.encode_ordinary(self.text))
+
+    def time_encode_ordinary(self, encoding, script):
+        self.enc.encode_ordinary(self.text)
+
+    def track_mb_per_s(self, encoding, script):
+        return mb_per_s(lambda: self.enc.encode_ordinary(self.text), self.n_bytes, repeat=3)
+
+    track_mb_per_s.unit = "MB/s"

@@ -3,7 +3,9 @@ warm-up and timing loops the asv suites and the compare_* scripts share.
 
 Build the real corpora with ``sudo ../shared/corpus/build-corpus DIR`` and point
 NUMTOK_BENCH_CORPUS at ``DIR/mixed-10M.txt`` (or 100M); without it a deterministic synthetic
-corpus of mixed scripts is generated under the system temp directory.
+corpus of mixed scripts is generated under the system temp directory. The per-script suite
+reads NUMTOK_BENCH_MULTI_CORPUS (``sudo benchmarks/corpus/build-multilingual DIR``, then
+``DIR/multi-10M.txt``), else the multilingual sample in tests/data.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import time
 import numpy as np
 
 ENV = "NUMTOK_BENCH_CORPUS"
+MULTI_ENV = "NUMTOK_BENCH_MULTI_CORPUS"
+# Real multilingual text that ships with the repository (tests/data/README.md says from where).
+MULTI_SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "multilingual_sample.txt")
 
 
 def corpus_path(megabytes: int = 10) -> str:
@@ -43,6 +48,22 @@ def warm_piece_caches(enc, call, limit: int = 8) -> None:
         call()
         if getattr(enc._piece_caches, "bits", None) == bits:
             break
+
+
+def multilingual_text(min_bytes: int = 2_000_000) -> str:
+    """The multilingual corpus named by NUMTOK_BENCH_MULTI_CORPUS (``multi-10M.txt`` of
+    ``benchmarks/corpus/build-multilingual``), or else the 206 KB sample in tests/data, its
+    pages repeated in turn up to ``min_bytes`` (every piece then repeats: a warm-cache figure)."""
+    path = os.environ.get(MULTI_ENV)
+    if path:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{MULTI_ENV}={path} does not exist")
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    with open(MULTI_SAMPLE, encoding="utf-8") as f:
+        sample = f.read()
+    copies = -(-min_bytes // len(sample.encode("utf-8")))
+    return "\n\n".join([sample] * copies)
 
 
 def corpus_text(megabytes: int = 10, limit: int | None = None) -> str:

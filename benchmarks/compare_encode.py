@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-import re
 import resource
 import statistics
 import sys
@@ -57,6 +56,10 @@ import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.script_groups import GROUPS, group_documents  # noqa: E402
 
 ENCODINGS = {"r50k_base": "r50k", "cl100k_base": "cl100k", "o200k_base": "o200k"}
 
@@ -313,36 +316,6 @@ def _same(a, b) -> bool:
     return np.array_equal(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
 
 
-# Script groups: the rule of benchmarks/corpus/build-multilingual (keep the two in step).
-GROUP_RANGES = {
-    "cjk": r"\u2E80-\u2FDF\u3000-\u303F\u3040-\u309F\u30A0-\u30FF\u3100-\u312F\u3190-\u31FF"
-    r"\u3200-\u33FF\u3400-\u4DBF\u4E00-\u9FFF\uF900-\uFAFF\uFE30-\uFE4F\uFF00-\uFF9F"
-    r"\uFFE0-\uFFEF\U00020000-\U0003FFFF",
-    "korean": r"\u1100-\u11FF\u3130-\u318F\uA960-\uA97F\uAC00-\uD7FF\uFFA0-\uFFDF",
-    "cyrillic": r"\u0400-\u052F\u1C80-\u1C8F\u2DE0-\u2DFF\uA640-\uA69F",
-    "devanagari": r"\u0900-\u097F\u1CD0-\u1CFF\uA8E0-\uA8FF",
-    "latin": r"A-Za-z\u00AA\u00BA\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F\u1E00-\u1EFF",
-}
-GROUP_RE = {g: re.compile(f"[{r}]+") for g, r in GROUP_RANGES.items()}
-NEUTRAL_RE = re.compile(r"[\s!-@\[-`{-~\u0300-\u036F]+")  # whitespace, ASCII digits/punctuation, combining marks
-GROUPS = ("cjk", "korean", "cyrillic", "devanagari", "latin", "mixed")
-DOMINANT = 0.60
-
-
-def _utf8_len(parts: list[str]) -> int:
-    return len("".join(parts).encode("utf-8"))
-
-
-def script_group(text: str) -> str:
-    """The group holding >= 60% of text's letter bytes, else "mixed" (no letters: "latin")."""
-    letters = len(text.encode("utf-8")) - _utf8_len(NEUTRAL_RE.findall(text))
-    if letters <= 0:
-        return "latin"
-    counts = {g: _utf8_len(p.findall(text)) for g, p in GROUP_RE.items()}
-    group = max(counts, key=counts.get)
-    return group if counts[group] >= DOMINANT * letters else "mixed"
-
-
 def _flat(out) -> tuple[np.ndarray, np.ndarray]:
     """(ids, ids per text) of a single or batch result, whatever the library returns."""
     if hasattr(out, "offsets") and hasattr(out, "ids"):  # numtok's BatchEncoding
@@ -395,9 +368,7 @@ def make_libraries(encoding: str, wanted: set[str], workdir: str) -> list:
 
 def by_script(args, docs: list[str], modes: list[str], wanted: set, workdir: str) -> None:
     t0 = time.perf_counter()
-    groups: dict[str, list[str]] = {g: [] for g in GROUPS}
-    for d in docs:
-        groups[script_group(d)].append(d)
+    groups = group_documents(docs)
     sizes = {g: sum(len(d.encode("utf-8")) for d in ds) for g, ds in groups.items()}
     total = sum(sizes.values())
     print(f"script groups ({time.perf_counter() - t0:.1f} s to classify):")

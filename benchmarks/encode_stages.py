@@ -34,8 +34,8 @@ from numtok._native import pystr
 from numtok.encode import _kernels
 from numtok.encode.buffers import padded_utf8_of
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_encode import GROUPS, script_group  # noqa: E402 - a script beside this one
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.script_groups import group_texts  # noqa: E402
 
 KINDS = ("<=8 bytes, one token", "9+ bytes, one token", "short, 2-4 ids", "long", "arena")
 _BLOCK = 1 << 18
@@ -125,10 +125,7 @@ def main(argv=None) -> int:
     with open(args.corpus, encoding="utf-8") as f:
         text = f.read()
     if args.by_script:
-        docs: dict[str, list[str]] = {g: [] for g in GROUPS}
-        for d in text.split("\n\n"):
-            docs[script_group(d)].append(d)
-        parts = {g: "\n\n".join(ds) for g, ds in docs.items() if ds}
+        parts = group_texts(text)
     else:
         parts = {"all": text}
     print(f"{args.corpus}, {args.encoding}: MB/s of UTF-8, one thread, thread CPU time, median of {args.repeat}")
