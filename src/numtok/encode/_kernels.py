@@ -877,8 +877,9 @@ def encode_spans(
     # Work arrays sized once for the longest piece, here: the loop runs without reference
     # counting (see _encode_loop), so it allocates nothing.
     longest = 0
+    bounds = spans.reshape(-1)  # (start, end) pairs in a row: one vector loop (indexing a row multiplies by the row length)
     for i in range(j, spans.shape[0]):
-        longest = max(longest, spans[i, 1] - spans[i, 0])
+        longest = max(longest, bounds[2 * i + 1] - bounds[2 * i])
     size = longest + extra + 1
     sym = np.empty(size, np.int64)
     pp = np.empty(size, np.int64)
@@ -914,6 +915,7 @@ def _encode_loop(
     long_max = LONG_MAX_BYTES if cache_bits > 0 else 0
     arena_max = (1 << (cache_bits + ARENA_DATA_SHIFT)) >> ARENA_MAX_SHIFT if cache_bits > 0 else 0
     n_spans = spans.shape[0]
+    bounds = spans.reshape(-1)  # piece j is bounds[2j : 2j + 2], no multiply by the row length
     cap = out.shape[0]
     extra = 1 if eow_id >= 0 else 0
     plain_bytes = units == 0 and eow_id < 0
@@ -932,9 +934,9 @@ def _encode_loop(
     n_marked = 0
     j_first = j
     for a in range(j, min(j + _PREFETCH_DISTANCE, n_spans)):  # pieces the loop will not prefetch
-        La = spans[a, 1] - spans[a, 0]
+        La = bounds[2 * a + 1] - bounds[2 * a]
         if La > 8 and La <= hash_max:
-            _, hashes[a & _HASH_MASK] = _hash_bytes(data, spans[a, 0], La)
+            _, hashes[a & _HASH_MASK] = _hash_bytes(data, bounds[2 * a], La)
 
     for d in range(d, docs.shape[0]):  # noqa: B020 - resumes at the document it stopped in
         # The document's last span + 1, found by bisection: the loop below then tests an index,
@@ -944,7 +946,7 @@ def _encode_loop(
         hi = n_spans
         while lo < hi:
             mid = (lo + hi) >> 1
-            if spans[mid, 0] < doc_stop:
+            if bounds[2 * mid] < doc_stop:
                 lo = mid + 1
             else:
                 hi = mid
@@ -954,8 +956,8 @@ def _encode_loop(
             # by memory latency (the tables are megabytes, the pieces random).
             ahead = j + _PREFETCH_DISTANCE
             if ahead < n_spans:
-                s2 = spans[_u(ahead), 0]
-                L2 = spans[_u(ahead), 1] - s2
+                s2 = bounds[_u(2 * ahead)]
+                L2 = bounds[_u(2 * ahead + 1)] - s2
                 if L2 <= 8:
                     a2, h2 = _hash_head(data, s2, L2)
                     if a2 & HIGH_BITS == _U64_0:  # only ASCII pieces look in the token table first
@@ -990,8 +992,8 @@ def _encode_loop(
                             prefetch(cache, e2 + 16)
                             prefetch(cache, e2 + 24)
                             prefetch(cache, index + np.int64(h2 >> np.uint64(64 - cache_bits - ARENA_INDEX_SHIFT)))
-            s = spans[_u(j), 0]
-            L = spans[_u(j), 1] - s
+            s = bounds[_u(2 * j)]
+            L = bounds[_u(2 * j + 1)] - s
             if k + L + extra > cap:
                 return ST_FULL, k, j, d, -1
             k0 = _U64_0
