@@ -207,6 +207,31 @@ def test_word_counter_against_counter():
     assert dict(zip(wc.word_list(), wc.firsts.tolist())) == expected_first
 
 
+
+@pytest.mark.parametrize("first_seen", [False, True])
+def test_heap_rebuilt_from_pair_table_pops_in_order(first_seen):
+    from numtok.train import _kernels as k
+
+    rng = np.random.default_rng(1)
+    n = 3000
+    pairs = np.zeros((n + 5, k.NCOL), dtype=np.int64)
+    pairs[:n, k.KEY] = rng.permutation(n * 7)[:n]
+    pairs[:n, k.COUNT] = rng.integers(0, 6, size=n)  # many ties, and dead pairs
+    pairs[:n, k.PLEN] = rng.integers(0, 3, size=n)  # 0: a merged pair (no postings left)
+    pairs[:n, k.FIRST] = rng.permutation(n * 5)[:n]
+    assert k._n_mergeable(pairs, n) == int(((pairs[:n, k.COUNT] > 0) & (pairs[:n, k.PLEN] > 0)).sum())
+    heap = np.empty((k._n_mergeable(pairs, n), 3 if first_seen else 2), dtype=np.int64)
+    size = k._heap_from_pairs(heap, pairs, n, first_seen)
+    popped = []
+    while size:
+        popped.append(tuple(heap[0].tolist()))
+        size = k._heap_pop(heap, size)
+    # The reference: the live pairs sorted best first (count down, then aux up).
+    aux = k.FIRST if first_seen else k.KEY
+    live = [p for p in range(n) if pairs[p, k.COUNT] > 0 and pairs[p, k.PLEN] > 0]
+    entries = [(int(pairs[p, k.COUNT]), int(pairs[p, aux])) + ((p,) if first_seen else ()) for p in live]
+    assert popped == sorted(entries, key=lambda e: (-e[0], e[1]))
+
 # -- bad input ------------------------------------------------------------------------------------
 
 

@@ -115,19 +115,31 @@ def _new_pair(slots, pairs, n_pairs, key):
     return n_pairs
 
 
+@cached_njit((_I64_2D, types.int64, types.int64), nogil=True)
+def _room_for_pairs(pairs, n_pairs, need):
+    """``pairs`` with room for ``need`` rows: itself, or a copy 1.25x larger (at least ``need``)."""
+    if need <= len(pairs):
+        return pairs
+    # Rows past n_pairs are written whole by _new_pair: unwritten, their pages cost nothing.
+    grown = np.empty((max(need, len(pairs) + len(pairs) // 4), NCOL), dtype=np.int64)
+    grown[:n_pairs] = pairs[:n_pairs]
+    return grown
+
+
+@cached_njit((types.int64, types.int64), nogil=True)
+def _slots_for(n_slots, need):
+    """The hash size for ``need`` pairs at load factor <= 1/2: ``n_slots`` doubled as needed."""
+    while 2 * need > n_slots:
+        n_slots *= 2
+    return n_slots
+
+
 @cached_njit((types.int32[::1], _I64_2D, types.int64, types.int64), nogil=True)
 def _reserve_pairs(slots, pairs, n_pairs, extra):
     """Room for ``extra`` more pairs at load factor <= 1/2; returns (slots, pairs)."""
-    need = n_pairs + extra
-    if need > len(pairs):
-        grown = np.zeros((max(need, len(pairs) + len(pairs) // 4), NCOL), dtype=np.int64)
-        grown[:n_pairs] = pairs[:n_pairs]
-        pairs = grown
-    if 2 * need > len(slots):
-        size = len(slots)
-        while 2 * need > size:
-            size *= 2
-        slots = _rehash_pairs(pairs, n_pairs, size)
+    pairs = _room_for_pairs(pairs, n_pairs, n_pairs + extra)
+    if 2 * (n_pairs + extra) > len(slots):
+        slots = _rehash_pairs(pairs, n_pairs, _slots_for(len(slots), n_pairs + extra))
     return slots, pairs
 
 
@@ -238,6 +250,38 @@ def _heap_push(heap, size, count, aux, p):
         heap[size, 2] = p
     sift_up(heap, size)
     return heap, size + 1
+
+
+@cached_njit(nogil=True)
+def _n_mergeable(pairs, n_pairs):
+    """How many pairs can still be merged: count > 0 and postings left (a merged pair has none)."""
+    n = 0
+    for p in range(n_pairs):
+        if pairs[p, COUNT] > 0 and pairs[p, PLEN] > 0:
+            n += 1
+    return n
+
+
+@cached_njit(nogil=True)
+def _heap_from_pairs(heap, pairs, n_pairs, first_seen):
+    """Fill ``heap`` (room for ``_n_mergeable`` entries at least) with one exact entry per pair
+    that can still be merged, as the merge loop pushes them: (count, key) or, under first-seen,
+    (count, first occurrence, row). Returns its size.
+
+    A lazy heap holds one entry per pair ever pushed, dead ones too; this one holds only the
+    pairs alive. Pops still pick the same pair: every entry is exact or optimistic either way.
+    """
+    size = 0
+    for p in range(n_pairs):
+        if pairs[p, COUNT] > 0 and pairs[p, PLEN] > 0:
+            heap[size, 0] = pairs[p, COUNT]
+            heap[size, 1] = pairs[p, FIRST] if first_seen else pairs[p, KEY]
+            if first_seen:
+                heap[size, 2] = p
+            size += 1
+    for i in range(size // 2 - 1, -1, -1):
+        sift_down(heap, i, size)
+    return size
 
 
 @cached_njit((_I64_2D, types.int64), nogil=True)
@@ -406,7 +450,8 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
     so a merge that rebuilds an existing string re-uses its id. ``progress[0]`` is updated
     with the number of merges done (read by another thread for the progress bar); [1] counts
     postings visited, [2] words rewritten, [3] heap pops, [4] pairs pushed, [5] pairs, [6] pool
-    size, [7] pair rows allocated (for benchmarks).
+    size, [7] pair rows allocated (for benchmarks); [8] counts the large arrays freed, so the
+    caller can return their memory to the system while the loop runs.
 
     Returns (merge_left, merge_right, merge_new, n_merges, n_ids).
     """
@@ -451,12 +496,8 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
     if first_seen:
         for p in range(n_pairs):
             pairs[p, FIRST] = _first_occurrence(sym, words, tok_len, pairs, p, pool)
-    heap = np.empty((max(16, n_pairs + 16), 3 if first_seen else 2), dtype=np.int64)
-    size = 0
-    for p in range(n_pairs):
-        if pairs[p, COUNT] > 0:
-            aux = pairs[p, FIRST] if first_seen else pairs[p, KEY]
-            heap, size = _heap_push(heap, size, pairs[p, COUNT], aux, p)
+    heap = np.empty((max(16, 2 * _n_mergeable(pairs, n_pairs)), 3 if first_seen else 2), dtype=np.int64)
+    size = _heap_from_pairs(heap, pairs, n_pairs, first_seen)
 
     merge_left = np.empty(max(16, cap_ids - n_base), dtype=np.int32)
     merge_right = np.empty_like(merge_left)
@@ -582,10 +623,20 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                     kept = _drop_dead_pairs(slots, pairs, st[N_PAIRS], step, touched, st[N_TOUCHED], near_step, len(pairs) // 4)
                     dropped += st[N_PAIRS] - kept
                     st[N_PAIRS] = kept
-                slots, pairs = _reserve_pairs(slots, pairs, st[N_PAIRS], m + len(pairs) // 4)
+                # As _reserve_pairs, but each old table is freed before the next is made.
+                need_rows = st[N_PAIRS] + m + len(pairs) // 4
+                if need_rows > len(pairs):
+                    pairs = _room_for_pairs(pairs, st[N_PAIRS], need_rows)
+                    progress[8] += 1
+                if 2 * need_rows > len(slots):
+                    n_slots = _slots_for(len(slots), need_rows)
+                    slots = np.empty(0, dtype=np.int32)
+                    slots = _rehash_pairs(pairs, st[N_PAIRS], n_slots)
+                    progress[8] += 1
             need = 2 * (st[APPENDS] + 2 * m) + 8 * m + 8 + (2 * st[POOL_USED] if reused else 0)
             if st[POOL_USED] + need > len(pool):
                 pool = _reserve_pool(pairs, st[N_PAIRS], pool, st, need, drop_stale)
+                progress[8] += 1  # a new pool, or the live lists' buffer of an in-place compaction
             if st[N_TOUCHED] + m > len(touched):
                 grown_t = np.empty(2 * (st[N_TOUCHED] + m), dtype=np.int64)
                 grown_t[:st[N_TOUCHED]] = touched[:st[N_TOUCHED]]
@@ -629,14 +680,21 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
             pairs[p, COUNT] = 0
         progress[4] += st[N_TOUCHED]
         if len(heap) < size + st[N_TOUCHED]:
-            grown_h = np.empty((2 * (size + st[N_TOUCHED]), heap.shape[1]), dtype=np.int64)
-            grown_h[:size] = heap[:size]
-            heap = grown_h
-        for k in range(st[N_TOUCHED]):
-            q = touched[k]
-            if pairs[q, COUNT] > 0:
-                aux_q = pairs[q, FIRST] if first_seen else pairs[q, KEY]
-                heap, size = _heap_push(heap, size, pairs[q, COUNT], aux_q, q)
+            # Full (of stale and dead entries mostly): rebuilt from the table, the touched pairs
+            # with their new counts, in place if it has room for twice the live pairs.
+            n_live = _n_mergeable(pairs, st[N_PAIRS])
+            if 2 * n_live > len(heap):
+                n_cols = heap.shape[1]
+                heap = np.empty((0, n_cols), dtype=np.int64)  # the old one freed before the new one is made
+                heap = np.empty((2 * n_live, n_cols), dtype=np.int64)
+                progress[8] += 1
+            size = _heap_from_pairs(heap, pairs, st[N_PAIRS], first_seen)
+        else:
+            for k in range(st[N_TOUCHED]):
+                q = touched[k]
+                if pairs[q, COUNT] > 0:
+                    aux_q = pairs[q, FIRST] if first_seen else pairs[q, KEY]
+                    heap, size = _heap_push(heap, size, pairs[q, COUNT], aux_q, q)
         step += 1
         progress[0] = n_merges
     progress[5] = st[N_PAIRS] + dropped

@@ -584,7 +584,7 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
     w_start, w_len, w_freq = w_start[keep], w_len[keep].copy(), w_freq[keep]
     max_len = options.max_token_length if options.max_token_length is not None else int(_bpe_kernels.NO_LIMIT)
 
-    progress = np.zeros(8, dtype=np.int64)
+    progress = np.zeros(9, dtype=np.int64)
     result: list = []
     # Every merge rewrites at least one occurrence, so a word of n symbols allows at most n - 1
     # of them: the engine's id tables are sized by that, never by a huge vocab_size, and
@@ -602,8 +602,14 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
 
     worker = threading.Thread(target=run, name="numtok-merge", daemon=True)
     worker.start()
+    freed = 0
     while worker.is_alive():
-        worker.join(0.1)
+        worker.join(0.05)
+        if progress[8] != freed:
+            # The engine freed a table it outgrew: glibc keeps such blocks in the merge
+            # thread's arena, resident, unless given back before the next, larger table.
+            freed = int(progress[8])
+            release_free_memory()
         bar.set(int(progress[0]))
     bar.set(int(progress[0]))
     bar.close()
