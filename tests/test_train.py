@@ -207,9 +207,11 @@ def test_word_counter_against_counter():
     assert dict(zip(wc.word_list(), wc.firsts.tolist())) == expected_first
 
 
-
 @pytest.mark.parametrize("first_seen", [False, True])
 def test_heap_rebuilt_from_pair_table_pops_in_order(first_seen):
+    """The heap the merge loop rebuilds when it fills (one entry per pair that can still be
+    merged: a count and postings left) pops exactly the live pairs, best first under each
+    tie-break rule, against a sort of the table."""
     from numtok.train import _kernels as k
 
     rng = np.random.default_rng(1)
@@ -231,6 +233,7 @@ def test_heap_rebuilt_from_pair_table_pops_in_order(first_seen):
     live = [p for p in range(n) if pairs[p, k.COUNT] > 0 and pairs[p, k.PLEN] > 0]
     entries = [(int(pairs[p, k.COUNT]), int(pairs[p, aux])) + ((p,) if first_seen else ()) for p in live]
     assert popped == sorted(entries, key=lambda e: (-e[0], e[1]))
+
 
 # -- bad input ------------------------------------------------------------------------------------
 
