@@ -10,19 +10,24 @@ offsets to ``time_encode_ordinary``'s work;
 a fresh piece cache (the other figures include warm-cache repeats, as a long-running pipeline
 sees them). ``WorstCase`` times single pieces of 1 MB ("a" * 10**6, spaces, CJK without
 spaces) that are O(n^2) in tokenizers without a large-piece path. ``EncodeByScript`` times
-``encode_ordinary`` on each script group of the multilingual corpus (``common.multilingual_text``:
-NUMTOK_BENCH_MULTI_CORPUS or the sample in tests/data), piece caches grown first.
+``encode_ordinary`` and the str -> UTF-8 kernel on each script group of the multilingual corpus
+(``common.multilingual_text``: NUMTOK_BENCH_MULTI_CORPUS or the sample in tests/data), piece
+caches grown first.
 Comparisons with tiktoken and others on the same text are in ``compare_encode.py``.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 import numtok
+from numtok._native.utf8 import padded_utf8
 
 from .common import corpus_text, mb_per_s, multilingual_text, warm_piece_caches
 from .script_groups import GROUPS, group_texts
 
 ENCODINGS = ["r50k_base", "cl100k_base", "o200k_base"]
+_NO_OFFSETS = np.zeros(0, np.int64)
 
 
 class Encode:
@@ -144,6 +149,10 @@ class EncodeByScript:
 
     def time_encode_ordinary(self, encoding, script):
         self.enc.encode_ordinary(self.text)
+
+    def time_str_to_utf8(self, encoding, script):
+        # The GIL-free str -> UTF-8 kernel alone (a loop per mix of character widths).
+        padded_utf8(self.text, 8, _NO_OFFSETS)
 
     def track_mb_per_s(self, encoding, script):
         return mb_per_s(lambda: self.enc.encode_ordinary(self.text), self.n_bytes, repeat=3)

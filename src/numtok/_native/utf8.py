@@ -200,7 +200,10 @@ def _units_to_utf8(units, out, start, char_ends, byte_ends):
             while i < end:
                 c = np.int64(units[np.uint64(i)])
                 i += 1
-                w = _utf8_word4(c) if c >= 0x10000 else (_utf8_word3(c) if c >= 0x800 else (_utf8_word2(c) if c >= 0x80 else c))
+                w2 = _utf8_word2(c)  # all three, then a select: calls in the select became branches
+                w3 = _utf8_word3(c)
+                w4 = _utf8_word4(c)
+                w = w4 if c >= 0x10000 else (w3 if c >= 0x800 else (w2 if c >= 0x80 else c))
                 store_u32(out, o, w)
                 o += 1 + np.int64(c >= 0x80) + np.int64(c >= 0x800) + np.int64(c >= 0x10000)
                 bad |= ((c - 0xD800) >> 11) == 0  # a surrogate: U+D800..U+DFFF
