@@ -146,6 +146,7 @@ class EncodeByScript:
         self.n_bytes = len(text.encode("utf-8"))
         self.enc = numtok.load(encoding)
         warm_piece_caches(self.enc, lambda: self.enc.encode_ordinary(self.text))
+        padded_utf8(self.text, 8, _NO_OFFSETS)  # loads the kernel (short texts never called it)
 
     def time_encode_ordinary(self, encoding, script):
         self.enc.encode_ordinary(self.text)
