@@ -501,6 +501,28 @@ def test_heap_path_equals_scan_path(name):
     assert ids(heap_only(name).encode_ordinary(text)) == ids(numtok.load(name).encode_ordinary(text))
 
 
+@pytest.mark.parametrize("name", CORE)
+def test_pieces_longer_than_the_work_arrays_resume_where_they_stopped(name):
+    # The encode loop stops at a piece its work arrays cannot hold and goes on with bigger
+    # ones: pieces around and far past their first size, mid-document, at a document's start
+    # and end, on both merge paths.
+    from numtok.encode import _kernels as kernels
+
+    size = kernels._WORK_MIN
+    texts = []
+    for n in (size - 2, size - 1, size, size + 1, 2 * size + 3, 5 * size):
+        for letter in ("q", "中", "ж"):
+            piece = letter * (n // len(letter.encode()))
+            texts += [f"intro {piece} outro", piece, f"{piece}{piece}"]
+    ref = reference(name)
+    expected = [ref.encode_ordinary(t) for t in texts]
+    for enc in (copy_of(name), heap_only(name)):
+        assert enc.encode_ordinary_batch(texts).to_list() == expected
+        assert [ids(enc.encode_ordinary(t)) for t in texts] == expected
+        joined = "\n".join(texts)
+        assert ids(enc.encode_ordinary(joined)) == ref.encode_ordinary(joined)
+
+
 @SETTINGS
 @given(pieces=st.lists(st.text(st.sampled_from("ab aab xyz中文\n"), min_size=1, max_size=120), max_size=5))
 def test_heap_path_matches_naive(pieces):

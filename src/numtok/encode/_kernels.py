@@ -135,6 +135,11 @@ _HASH_MASK_U = np.uint64(_HASH_MASK)
 ST_DONE = 0
 ST_FULL = 1
 ST_NO_SYMBOL = 2
+# Between _encode_loop and encode_spans only: the next piece needs bigger work arrays (their
+# size is returned as the error position).
+_ST_LONG = 3
+# The work arrays' first size: most texts have no longer piece, and none is looked for.
+_WORK_MIN = 256
 
 
 # ----------------------------------------------------------------------------------------------
@@ -873,26 +878,25 @@ def encode_spans(
     length so far.
     """
     heap_min = max(2, min(heap_min, 64))  # the O(n*m) loop packs positions into 6 bits
-    extra = 1 if eow_id >= 0 else 0
-    # Work arrays sized once for the longest piece, here: the loop runs without reference
-    # counting (see _encode_loop), so it allocates nothing.
-    longest = 0
-    bounds = spans.reshape(-1)  # (start, end) pairs in a row: one vector loop (indexing a row multiplies by the row length)
-    for i in range(j, spans.shape[0]):
-        longest = max(longest, bounds[2 * i + 1] - bounds[2 * i])
-    size = longest + extra + 1
-    sym = np.empty(size, np.int64)
-    pp = np.empty(size, np.int64)
-    heap_size = size if size > heap_min else 1
-    nxt = np.empty(heap_size, np.int64)
-    prv = np.empty(heap_size, np.int64)
-    heap = np.empty(3 * heap_size, np.int64)
     hashes = np.empty(_HASH_RING, np.uint64)
-    return _encode_loop(
-        data, spans, docs, doc_special, doc_end, j, d, out, k,
-        byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-        units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes,
-    )  # fmt: skip
+    # The loop runs without reference counting (see _encode_loop), so it allocates nothing:
+    # it stops at a piece too long for its work arrays, which are made bigger here, so no pass
+    # over the spans looks for the longest piece first (such a pass is 3 % of English's time).
+    size = _WORK_MIN
+    while True:
+        sym = np.empty(size, np.int64)
+        pp = np.empty(size, np.int64)
+        nxt = np.empty(size, np.int64)
+        prv = np.empty(size, np.int64)
+        heap = np.empty(3 * size, np.int64)
+        status, k, j, d, pos = _encode_loop(
+            data, spans, docs, doc_special, doc_end, j, d, out, k,
+            byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
+            units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes,
+        )  # fmt: skip
+        if status != _ST_LONG:
+            return status, k, j, d, pos
+        size = max(2 * size, pos)
 
 
 # Without Numba's reference counting: each inlined helper that takes an array (hashing, table
@@ -918,6 +922,7 @@ def _encode_loop(
     bounds = spans.reshape(-1)  # piece j is bounds[2j : 2j + 2], no multiply by the row length
     cap = out.shape[0]
     extra = 1 if eow_id >= 0 else 0
+    room = sym.shape[0]  # a piece of room - extra bytes or more needs bigger work arrays
     plain_bytes = units == 0 and eow_id < 0
     hash_max = max(max_whole_len, arena_max)
     # A short piece's set: (h >> cshift) & cmask, which is set 0 of the no-cache placeholder
@@ -994,8 +999,10 @@ def _encode_loop(
                             prefetch(cache, index + np.int64(h2 >> np.uint64(64 - cache_bits - ARENA_INDEX_SHIFT)))
             s = bounds[_u(2 * j)]
             L = bounds[_u(2 * j + 1)] - s
-            if k + L + extra > cap:
-                return ST_FULL, k, j, d, -1
+            if (k + L + extra > cap) | (L + extra >= room):  # one branch, rarely taken
+                if k + L + extra > cap:
+                    return ST_FULL, k, j, d, -1
+                return _ST_LONG, k, j, d, L + extra + 1
             k0 = _U64_0
             h = _U64_0
             k1 = _U64_0
