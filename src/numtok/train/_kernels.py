@@ -61,7 +61,10 @@ def _mix(key, mask):
 # pair table
 
 
-@cached_njit(nogil=True)
+# The merge loop's per-occurrence helpers (_find_pair, _new_pair, _append_posting and
+# _apply_delta) allocate nothing and run without Numba's reference counting: with it, each
+# call increfs and decrefs every array it is given, atomically (nine for _apply_delta).
+@cached_njit(nogil=True, _nrt=False)
 def _find_pair(slots, pairs, key):
     mask = len(slots) - 1
     s = _mix(key, mask)
@@ -96,7 +99,7 @@ def _rehash_pairs(pairs, n_pairs, size):
 _I64_2D = types.int64[:, ::1]
 
 
-@cached_njit((types.int32[::1], _I64_2D, types.int64, types.int64), nogil=True)
+@cached_njit((types.int32[::1], _I64_2D, types.int64, types.int64), nogil=True, _nrt=False)
 def _new_pair(slots, pairs, n_pairs, key):
     """Insert a key that is not in the table (capacity is ensured by the caller); returns its row."""
     mask = len(slots) - 1
@@ -143,7 +146,7 @@ def _reserve_pairs(slots, pairs, n_pairs, extra):
     return slots, pairs
 
 
-@cached_njit(nogil=True)
+@cached_njit(nogil=True, _nrt=False)
 def _append_posting(pairs, p, w, pool, st):
     """Add word w to pair p's postings, once per run of appends to the same word. A full list
     moves to the end of the pool with twice the room (capacity is ensured by the caller)."""
@@ -155,7 +158,8 @@ def _append_posting(pairs, p, w, pool, st):
         cap = max(4, 2 * n)
         used = st[POOL_USED]
         start = pairs[p, PSTART]
-        pool[used:used + n] = pool[start:start + n]
+        for k in range(n):  # a loop: a slice copy may allocate (no runtime here)
+            pool[used + k] = pool[start + k]
         pairs[p, PSTART] = used
         pairs[p, PCAP] = cap
         st[POOL_USED] = used + cap
@@ -406,7 +410,7 @@ def _register_token(tslots, tok_hash, t):
 
 
 @cached_njit(types.void(types.int32[::1], _I64_2D, types.int32[::1], types.int64[::1], types.int64[::1], _I64_2D, _I64_2D,
-                        *([types.int64] * 7), types.int64[::1], types.int64), nogil=True)
+                        *([types.int64] * 7), types.int64[::1], types.int64), nogil=True, _nrt=False)
 def _apply_delta(slots, pairs, pool, touched, st, near, near_step, side, step, x, y, d, w, position,
                  tok_len, max_len):
     """count(x, y) += d; on a gain, add word w to its postings and mark it touched this step.
