@@ -241,19 +241,18 @@ def _drop_dead_pairs(slots, pairs, n_pairs, step, touched, n_touched, near_step,
 # heap of (count, aux[, pair row]): best = higher count, then lower aux
 
 
-@cached_njit((_I64_2D, types.int64, types.int64, types.int64, types.int64), nogil=True)
+@cached_njit((_I64_2D, types.int64, types.int64, types.int64, types.int64), nogil=True, _nrt=False)
 def _heap_push(heap, size, count, aux, p):
-    """Push (count, aux) and, in a 3-column heap, the pair row ``p``."""
-    if size >= len(heap):
-        grown = np.empty((2 * len(heap), heap.shape[1]), dtype=np.int64)
-        grown[:size] = heap[:size]
-        heap = grown
+    """Push (count, aux) and, in a 3-column heap, the pair row ``p``; returns the new size.
+    The caller makes sure there is room (a push right after a pop always has it): a push that
+    could grow the heap would return it, and Numba's reference counting of that array cost the
+    merge loop a pair of atomic operations per push."""
     heap[size, 0] = count
     heap[size, 1] = aux
     if heap.shape[1] > 2:
         heap[size, 2] = p
     sift_up(heap, size)
-    return heap, size + 1
+    return size + 1
 
 
 @cached_njit(nogil=True)
@@ -444,6 +443,80 @@ def _apply_delta(slots, pairs, pool, touched, st, near, near_step, side, step, x
             st[N_TOUCHED] += 1
 
 
+@njit(inline="always")
+def _pool_need(st, m, reused):
+    """Pool entries a word of m symbols may need in one merge step: its postings appended, and
+    lists that move with twice their length (a re-used id's old lists too)."""
+    return 2 * (st[APPENDS] + 2 * m) + 8 * m + 8 + (2 * st[POOL_USED] if reused else 0)
+
+
+@cached_njit(nogil=True, _nrt=False)
+def _rewrite_postings(sym, words, words_flat, post_buf, k, n_post, a, b, t, reused, slots, pairs, pool, touched,
+                      st, near, near_step, step, tok_len, max_len, first_seen, progress):
+    """Merge (a, b) into t in the words of postings ``k``.. of ``post_buf``, applying the
+    neighbour pairs' deltas. Returns the posting whose word needs more rows, slots, pool or
+    touched entries than there are (the caller makes room and calls again from it), or
+    ``n_post`` when done. Room is checked word by word, so the per-occurrence helpers never
+    reallocate: a word of m symbols adds at most m pairs, m postings and m touched entries."""
+    for k in range(k, n_post):  # noqa: B020 - resumes at the posting it stopped at
+        # Overlap the cache misses of later postings: their word row 16 ahead, their
+        # symbols 8 ahead (the row fetched 8 postings ago says where they are).
+        if k + 16 < n_post:
+            prefetch(words_flat, np.int64(post_buf[k + 16]) * 4)
+        if k + 8 < n_post:
+            prefetch(sym, words[post_buf[k + 8], W_START])
+        w = np.int64(post_buf[k])
+        s = words[w, W_START]
+        m = words[w, W_LEN]
+        first = -1
+        for i in range(s, s + m - 1):
+            if sym[i] == a and sym[i + 1] == b:
+                first = i
+                break
+        if first < 0:
+            continue  # stale posting
+        if ((st[N_PAIRS] + m > pairs.shape[0]) | (2 * (st[N_PAIRS] + m) > slots.shape[0])
+                | (st[POOL_USED] + _pool_need(st, m, reused) > pool.shape[0]) | (st[N_TOUCHED] + m > touched.shape[0])):
+            return k
+        progress[2] += 1
+        f = words[w, W_FREQ]
+        out_pos = 0  # position of the next output symbol (only first-seen needs it)
+        if first_seen:
+            for i in range(s, first):
+                out_pos += tok_len[sym[i]]
+        o = first
+        r = first
+        end = s + m
+        while r < end:
+            if r + 1 < end and sym[r] == a and sym[r + 1] == b:
+                if o > s:
+                    x = sym[o - 1]
+                    x_pos = out_pos - tok_len[x] if first_seen else 0
+                    _apply_delta(slots, pairs, pool, touched, st, near, near_step, 0, step,
+                                 x, a, -f, w, x_pos, tok_len, max_len)
+                    _apply_delta(slots, pairs, pool, touched, st, near, near_step, 1, step,
+                                 x, t, f, w, (w << 32) | x_pos, tok_len, max_len)
+                if r + 2 < end:
+                    y = sym[r + 2]
+                    _apply_delta(slots, pairs, pool, touched, st, near, near_step, 2, step,
+                                 b, y, -f, w, out_pos, tok_len, max_len)
+                    _apply_delta(slots, pairs, pool, touched, st, near, near_step, 3, step,
+                                 t, y, f, w, (w << 32) | out_pos, tok_len, max_len)
+                sym[o] = t
+                if first_seen:
+                    out_pos += tok_len[t]
+                o += 1
+                r += 2
+            else:
+                sym[o] = sym[r]
+                if first_seen:
+                    out_pos += tok_len[sym[r]]
+                o += 1
+                r += 1
+        words[w, W_LEN] = o - s
+    return n_post
+
+
 @cached_njit(nogil=True)
 def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_len_base,
                n_ids_target, min_frequency, max_len, first_seen, progress):
@@ -532,14 +605,14 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
         if count != current:
             # Stale: re-queue with the current count (HF's lazy refresh).
             if current > 0 or not first_seen:
-                heap, size = _heap_push(heap, size, current, aux, p)
+                size = _heap_push(heap, size, current, aux, p)
             continue
         if first_seen:
             true_first = _first_occurrence(sym, words, tok_len, pairs, p, pool)
             if true_first == NO_POSITION:
                 continue
             if true_first != aux:
-                heap, size = _heap_push(heap, size, current, true_first, p)
+                size = _heap_push(heap, size, current, true_first, p)
                 continue
         if count < 1 or count < min_frequency:
             break
@@ -585,10 +658,8 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
         merge_new[n_merges] = t
         n_merges += 1
 
-        # Room is reserved word by word (below), so the per-occurrence helpers never reallocate:
-        # a word of m symbols adds at most m pairs, m postings and m touched entries. A posting
-        # list that fills up moves with twice its length; new lists start empty, so a list is
-        # never longer than this step's appends; a re-used id may also move old lists.
+        # A posting list that fills up moves with twice its length; new lists start empty, so a
+        # list is never longer than this step's appends; a re-used id may also move old lists.
         reused = t < n_ids - 1 or t < n_base
         # Take this pair's postings out of the pool: it may be compacted while they are used.
         n_post = pairs[p, PLEN]
@@ -600,26 +671,17 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
         pairs[p, PCAP] = 0
         st[N_TOUCHED] = 0
         st[APPENDS] = 0
-        # Rewrite every word that holds (a, b), left to right, non-overlapping, in place.
+        # Rewrite every word that holds (a, b), left to right, non-overlapping, in place; the
+        # rewriting stops at a word that needs more room than the arrays have, which is made
+        # here (the arrays are rebound only in this loop, not once per posting).
         progress[1] += n_post
-        for k in range(n_post):
-            # Overlap the cache misses of later postings: their word row 16 ahead, their
-            # symbols 8 ahead (the row fetched 8 postings ago says where they are).
-            if k + 16 < n_post:
-                prefetch(words_flat, np.int64(post_buf[k + 16]) * 4)
-            if k + 8 < n_post:
-                prefetch(sym, words[post_buf[k + 8], W_START])
-            w = np.int64(post_buf[k])
-            s = words[w, W_START]
-            m = words[w, W_LEN]
-            first = -1
-            for i in range(s, s + m - 1):
-                if sym[i] == a and sym[i + 1] == b:
-                    first = i
-                    break
-            if first < 0:
-                continue  # stale posting
-            progress[2] += 1
+        k = 0
+        while True:
+            k = _rewrite_postings(sym, words, words_flat, post_buf, k, n_post, a, b, t, reused, slots, pairs, pool,
+                                  touched, st, near, near_step, step, tok_len, max_len, first_seen, progress)
+            if k >= n_post:
+                break
+            m = words[np.int64(post_buf[k]), W_LEN]
             if st[N_PAIRS] + m > len(pairs) or 2 * (st[N_PAIRS] + m) > len(slots):
                 if not first_seen and st[N_PAIRS] + m > len(pairs):
                     # Reuse the rows of dead pairs (a quarter of the table at least) instead of
@@ -637,7 +699,7 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                     slots = np.empty(0, dtype=np.int32)
                     slots = _rehash_pairs(pairs, st[N_PAIRS], n_slots)
                     progress[8] += 1
-            need = 2 * (st[APPENDS] + 2 * m) + 8 * m + 8 + (2 * st[POOL_USED] if reused else 0)
+            need = _pool_need(st, m, reused)
             if st[POOL_USED] + need > len(pool):
                 pool = _reserve_pool(pairs, st[N_PAIRS], pool, st, need, drop_stale)
                 progress[8] += 1  # a new pool, or the live lists' buffer of an in-place compaction
@@ -645,41 +707,6 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                 grown_t = np.empty(2 * (st[N_TOUCHED] + m), dtype=np.int64)
                 grown_t[:st[N_TOUCHED]] = touched[:st[N_TOUCHED]]
                 touched = grown_t
-            f = words[w, W_FREQ]
-            out_pos = 0  # position of the next output symbol (only first-seen needs it)
-            if first_seen:
-                for i in range(s, first):
-                    out_pos += tok_len[sym[i]]
-            o = first
-            r = first
-            end = s + m
-            while r < end:
-                if r + 1 < end and sym[r] == a and sym[r + 1] == b:
-                    if o > s:
-                        x = sym[o - 1]
-                        x_pos = out_pos - tok_len[x] if first_seen else 0
-                        _apply_delta(slots, pairs, pool, touched, st, near, near_step, 0, step,
-                                     x, a, -f, w, x_pos, tok_len, max_len)
-                        _apply_delta(slots, pairs, pool, touched, st, near, near_step, 1, step,
-                                     x, t, f, w, (w << 32) | x_pos, tok_len, max_len)
-                    if r + 2 < end:
-                        y = sym[r + 2]
-                        _apply_delta(slots, pairs, pool, touched, st, near, near_step, 2, step,
-                                     b, y, -f, w, out_pos, tok_len, max_len)
-                        _apply_delta(slots, pairs, pool, touched, st, near, near_step, 3, step,
-                                     t, y, f, w, (w << 32) | out_pos, tok_len, max_len)
-                    sym[o] = t
-                    if first_seen:
-                        out_pos += tok_len[t]
-                    o += 1
-                    r += 2
-                else:
-                    sym[o] = sym[r]
-                    if first_seen:
-                        out_pos += tok_len[sym[r]]
-                    o += 1
-                    r += 1
-            words[w, W_LEN] = o - s
         if first_seen:
             pairs[p, COUNT] = 0
         progress[4] += st[N_TOUCHED]
@@ -698,7 +725,7 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
                 q = touched[k]
                 if pairs[q, COUNT] > 0:
                     aux_q = pairs[q, FIRST] if first_seen else pairs[q, KEY]
-                    heap, size = _heap_push(heap, size, pairs[q, COUNT], aux_q, q)
+                    size = _heap_push(heap, size, pairs[q, COUNT], aux_q, q)
         step += 1
         progress[0] = n_merges
     progress[5] = st[N_PAIRS] + dropped
