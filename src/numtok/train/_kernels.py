@@ -287,7 +287,7 @@ def _heap_from_pairs(heap, pairs, n_pairs, first_seen):
     return size
 
 
-@cached_njit((_I64_2D, types.int64), nogil=True)
+@cached_njit((_I64_2D, types.int64), nogil=True, _nrt=False)
 def _heap_pop(heap, size):
     """Remove the top entry (read it before calling); returns the new size."""
     size -= 1
