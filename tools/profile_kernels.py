@@ -191,8 +191,11 @@ def main(argv=None) -> None:
                 sys.exit(f"profile_kernels: the workload did not start (exit {child.wait()})")
             print(f"{line.split()[1]} compiled functions mapped; recording {args.seconds:g} s of pid {child.pid}", flush=True)
             data = str(Path(tmp) / "perf.data")
-            subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "-p", str(child.pid), "-o", data,
-                            "--", "sleep", str(args.seconds)], check=True)  # fmt: skip
+            record = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "-p", str(child.pid), "-o", data,
+                                     "--", "sleep", str(args.seconds)], capture_output=True, text=True)  # fmt: skip
+            if record.returncode != 0:
+                state = "still running" if child.poll() is None else f"exited with {child.returncode}"
+                sys.exit(f"profile_kernels: perf record failed (exit {record.returncode}; the workload {state}):\n{record.stderr.strip()}")
             report = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "sym", "--stdio"],
                                     capture_output=True, text=True, check=True).stdout  # fmt: skip
             rows = [r for r in report.splitlines() if r.strip() and not r.startswith("#")]
