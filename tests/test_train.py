@@ -207,6 +207,19 @@ def test_word_counter_against_counter():
     assert dict(zip(wc.word_list(), wc.firsts.tolist())) == expected_first
 
 
+def test_word_counter_carries_counts_past_32_bits_from_single_occurrences():
+    """A row holds a count's low 32 bits: one more occurrence of a word at 2**32 - 1 carries."""
+    words = [b"ab", b"a long word, hashed"]
+    data = np.frombuffer(b"".join(words), dtype=np.uint8)
+    spans = np.array([[0, 2], [2, len(data)]], dtype=np.int64)
+    wc = WordCounter(capacity=4)
+    wc._insert(data, spans, np.array([2**32 - 1, 2**32 - 2], dtype=np.int64), np.array([5, 9], dtype=np.int64), True, 0)
+    for _ in range(3):
+        wc.add_spans(data, spans, 100)
+    assert dict(zip(wc.word_list(), wc.counts.tolist())) == {words[0]: 2**32 + 2, words[1]: 2**32 + 1}
+    assert wc.firsts.tolist() == [5, 9]
+
+
 @pytest.mark.parametrize("first_seen", [False, True])
 def test_heap_rebuilt_from_pair_table_pops_in_order(first_seen):
     """The heap the merge loop rebuilds when it fills (one entry per pair that can still be

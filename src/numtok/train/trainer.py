@@ -185,7 +185,7 @@ def train_bpe_from_counts(counts: WordCounts | Mapping, vocab_size: int, **optio
         if occurrences > _COUNT_MAX:
             raise ValueError(f"the counts total {occurrences} symbol occurrences, past the int64 limit of pair counts "
                              f"({_COUNT_MAX} = 2**63 - 1): scale them down")
-        counter = WordCounter(max(16, len(words)))
+        counter = WordCounter(len(words), store_bytes=sum(map(len, words)))
         if words:
             lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
             ends = np.cumsum(lengths)
@@ -437,6 +437,8 @@ def _byte_level_str(b: bytes) -> str:
 
 def _symbolize(counter: WordCounter, options: _Options):
     """Words as symbol ids: (sym, w_start, w_len, w_freq, alphabet)."""
+    if isinstance(counter, WordCounter):
+        counter.freeze()  # its table is freed before the symbols are made
     store = counter.store
     starts, lengths, freqs = counter.starts.copy(), counter.lengths.astype(np.int64), counter.counts.copy()
     k = len(options.special_tokens)

@@ -96,7 +96,9 @@ class WordCounts:
 
     @classmethod
     def _from_counter(cls, counter: WordCounter, pattern: str, special_tokens, corpus_bytes: int) -> WordCounts:
-        """The counter's words in first-occurrence order (two counting threads interleave them)."""
+        """The counter's words in first-occurrence order (two counting threads interleave them).
+        The counter is frozen: its table is freed before the words are gathered."""
+        counter.freeze()
         firsts = counter.firsts
         order = np.argsort(firsts, kind="stable") if np.any(np.diff(firsts) < 0) else np.arange(len(firsts))
         words, offsets = _gather_words(counter.store, counter.starts, counter.lengths, order)
@@ -176,13 +178,14 @@ class WordCounts:
             kept = self if len(other) == 0 else other
             return WordCounts(kept.words, kept.offsets, kept.counts, pattern=self.pattern,
                               special_tokens=self.special_tokens, corpus_bytes=self.corpus_bytes + other.corpus_bytes)
-        counter = WordCounter(len(self) + len(other))
+        counter = WordCounter(len(self) + len(other), store_bytes=len(self.words) + len(other.words))
         for part, before in ((self, 0), (other, len(self))):
             spans = np.stack([part.offsets[:-1], part.offsets[1:]], axis=1)
             counter._insert(part.words, spans, part.counts, np.arange(before, before + len(part), dtype=np.int64), True, 0)
             del spans
         # Words enter the counter in order, so its word order is already a's then b's new ones.
-        merged = WordCounts(counter.store, np.append(counter.starts, counter.store.size), counter.counts,
+        counter.freeze()
+        merged = WordCounts(counter.store, counter._start[: counter.n_words + 1], counter.counts,
                             pattern=self.pattern, special_tokens=self.special_tokens,
                             corpus_bytes=self.corpus_bytes + other.corpus_bytes)
         merged.words = merged.words.copy()  # not a view of the counter's oversized store
