@@ -684,9 +684,10 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
             m = words[np.int64(post_buf[k]), W_LEN]
             if st[N_PAIRS] + m > len(pairs) or 2 * (st[N_PAIRS] + m) > len(slots):
                 if not first_seen and st[N_PAIRS] + m > len(pairs):
-                    # Reuse the rows of dead pairs (a quarter of the table at least) instead of
-                    # growing it; p keeps its count, so its row is kept (it may move).
-                    kept = _drop_dead_pairs(slots, pairs, st[N_PAIRS], step, touched, st[N_TOUCHED], near_step, len(pairs) // 4)
+                    # Reuse the rows of dead pairs (an eighth of the table at least: compacting in
+                    # place holds one table, growing holds two) instead of growing it; p keeps its
+                    # count, so its row is kept (it may move).
+                    kept = _drop_dead_pairs(slots, pairs, st[N_PAIRS], step, touched, st[N_TOUCHED], near_step, len(pairs) // 8)
                     dropped += st[N_PAIRS] - kept
                     st[N_PAIRS] = kept
                 # As _reserve_pairs, but each old table is freed before the next is made.

@@ -475,7 +475,7 @@ def _symbolize(counter: WordCounter, options: _Options):
         starts = starts + shift
         new_sym[starts + lengths] = eow_id
         sym, lengths = new_sym, lengths + 1
-    return sym.astype(np.int32), starts.astype(np.int64), lengths.astype(np.int32), freqs, alphabet
+    return sym.astype(np.int32, copy=False), starts.astype(np.int64, copy=False), lengths.astype(np.int32), freqs, alphabet
 
 
 def _train_from_counter(holder: list, options: _Options, show_progress, started: float, corpus_bytes: int):
