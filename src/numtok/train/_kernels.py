@@ -518,11 +518,12 @@ def _rewrite_postings(sym, words, words_flat, post_buf, k, n_post, a, b, t, reus
 
 
 @cached_njit(nogil=True)
-def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_len_base,
+def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
                n_ids_target, min_frequency, max_len, first_seen, progress):
     """Learn merges until ``n_ids_target`` ids exist (or no pair is frequent enough).
 
-    Ids 0..len(tok_len_base)-1 exist at the start (special tokens, then the alphabet, in the
+    ``words`` is int64 (n, 4), a row per word (W_START, W_LEN, W_FREQ; the fourth column pads
+    the row to 32 bytes); lengths are rewritten in place, like ``sym``. Ids 0..len(tok_len_base)-1 exist at the start (special tokens, then the alphabet, in the
     order that breaks ties); base symbol sequences (tok_seq_*) say which strings they are,
     so a merge that rebuilds an existing string re-uses its id. ``progress[0]`` is updated
     with the number of merges done (read by another thread for the progress bar); [1] counts
@@ -561,10 +562,6 @@ def _bpe_train(sym, w_start, w_len, w_freq, tok_len_base, tok_seq_base, tok_seq_
         if n > 0:
             _register_token(tslots, tok_hash, t)
 
-    words = np.zeros((len(w_start), 4), dtype=np.int64)
-    words[:, W_START] = w_start
-    words[:, W_LEN] = w_len
-    words[:, W_FREQ] = w_freq
     words_flat = words.reshape(-1)
     slots, pairs, n_pairs, pool, pool_used = _count_all_pairs(sym, words, tok_len, max_len)
     st = np.zeros(4, dtype=np.int64)

@@ -583,7 +583,12 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
         order = np.argsort(firsts, kind="stable")  # type: ignore[arg-type]
         w_start, w_len, w_freq = w_start[order], w_len[order], w_freq[order]
     keep = w_len >= 2  # a single symbol holds no pair
-    w_start, w_len, w_freq = w_start[keep], w_len[keep].copy(), w_freq[keep]
+    # The merge loop's word rows, made here so the per-word arrays are freed before it runs.
+    words = np.zeros((int(keep.sum()), 4), dtype=np.int64)
+    words[:, _bpe_kernels.W_START] = w_start[keep]
+    words[:, _bpe_kernels.W_LEN] = w_len[keep]
+    words[:, _bpe_kernels.W_FREQ] = w_freq[keep]
+    del w_start, w_freq, keep
     max_len = options.max_token_length if options.max_token_length is not None else int(_bpe_kernels.NO_LIMIT)
 
     progress = np.zeros(9, dtype=np.int64)
@@ -591,13 +596,14 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
     # Every merge rewrites at least one occurrence, so a word of n symbols allows at most n - 1
     # of them: the engine's id tables are sized by that, never by a huge vocab_size, and
     # training stops when no pair is left (as HF does).
-    n_target = min(options.vocab_size, minimum + int((w_len.astype(np.int64) - 1).sum()))
+    n_target = min(options.vocab_size, minimum + int((words[:, _bpe_kernels.W_LEN] - 1).sum()))
+    del w_len
     bar = Progress("Merging", total=n_target - minimum, unit="merges", enabled=show_progress)
 
     def run():
         try:
             result.append(_bpe_kernels._bpe_train(
-                sym, w_start, w_len, w_freq, tok_len, tok_seq, tok_seq_len,
+                sym, words, tok_len, tok_seq, tok_seq_len,
                 n_target, options.min_frequency, max_len, options.tie_break == "first-seen", progress))
         except BaseException as exc:  # surfaced in the caller's thread
             result.append(exc)
