@@ -523,7 +523,9 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
     """Learn merges until ``n_ids_target`` ids exist (or no pair is frequent enough).
 
     ``words`` is int64 (n, 4), a row per word (W_START, W_LEN, W_FREQ; the fourth column pads
-    the row to 32 bytes); lengths are rewritten in place, like ``sym``. Ids 0..len(tok_len_base)-1 exist at the start (special tokens, then the alphabet, in the
+    the row to 32 bytes); lengths are rewritten in place, like ``sym``.
+
+    Ids 0..len(tok_len_base)-1 exist at the start (special tokens, then the alphabet, in the
     order that breaks ties); base symbol sequences (tok_seq_*) say which strings they are,
     so a merge that rebuilds an existing string re-uses its id. ``progress[0]`` is updated
     with the number of merges done (read by another thread for the progress bar); [1] counts

@@ -440,7 +440,8 @@ def _symbolize(counter: WordCounter, options: _Options):
     if isinstance(counter, WordCounter):
         counter.freeze()  # its table is freed before the symbols are made
     store = counter.store
-    starts, lengths, freqs = counter.starts.copy(), counter.lengths.astype(np.int64), counter.counts.copy()
+    # Views, not copies: nothing below or in the merge loop writes into them (it fancy-indexes).
+    starts, lengths, freqs = counter.starts, counter.lengths.astype(np.int64), counter.counts
     k = len(options.special_tokens)
     if options.units == "bytes":
         present = np.bincount(store, minlength=256) > 0
