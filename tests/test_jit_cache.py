@@ -211,6 +211,30 @@ def _run_with_tty_stderr(env) -> tuple[str, str]:
     return out, err.decode()
 
 
+# A Numba extension installed beside numtok (an entry point, as awkward registers one) that
+# records when Numba runs it.
+_EXTENSION_PROBE = """
+import json, sys, numba, numpy as np
+from numtok._native import utf8
+value = utf8.utf8_error_offset(np.frombuffer(b"ab\\xff", np.uint8))
+after_numtok = "probe_extension" in sys.modules
+twice = numba.njit(lambda x: 2 * x)(21)
+print(json.dumps({"value": value, "after_numtok": after_numtok, "after_other": sys.modules["probe_extension"].RAN, "twice": twice}))
+"""
+
+
+def test_numba_extensions_wait_for_code_that_is_not_numtok(tmp_path):
+    site = tmp_path / "ext"
+    (site / "probe_extension-1.0.dist-info").mkdir(parents=True)
+    (site / "probe_extension-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: probe-extension\nVersion: 1.0\n")
+    (site / "probe_extension-1.0.dist-info" / "entry_points.txt").write_text("[numba_extensions]\ninit = probe_extension:init\n")
+    (site / "probe_extension.py").write_text("RAN = False\n\ndef init():\n    global RAN\n    RAN = True\n")
+    env = _env(pythonpath=f"{SRC}{os.pathsep}{site}")
+    out = subprocess.run([sys.executable, "-c", _EXTENSION_PROBE], env=env, capture_output=True, text=True, cwd="/")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"value": 2, "after_numtok": False, "after_other": True, "twice": 42}
+
+
 def test_compile_notice_on_interactive_stderr_only(tmp_path):
     site = _copy_package(tmp_path)
     out, err = _run_with_tty_stderr(_env(pythonpath=site, NUMTOK_JIT_CACHE=tmp_path / "a"))

@@ -40,7 +40,7 @@ import threading
 import time
 
 from numba import njit
-from numba.core import caching
+from numba.core import caching, entrypoints
 from numba.core import event as _event
 
 __all__ = ["cached_njit", "cache_locations", "describe_location", "kernel_sources", "source_digest", "set_quiet"]
@@ -222,6 +222,41 @@ class KernelCache(caching.Cache):
                 _warn_once(self._cache_path, f"cannot save compiled kernels in {self._cache_path} ({exc})")
 
 
+# Numba runs every installed ``numba_extensions`` entry point the first time anything is compiled
+# or loaded: awkward's imports awkward and pyarrow, 40 MB and a quarter of a second before a
+# first encode. numtok's kernels use no extension, so a thread compiling or loading one of them
+# does not run those entry points; the first compile of any other code in the process runs them.
+_loading = threading.local()
+
+
+def _defer_numba_extensions() -> None:
+    original = entrypoints.init_all
+    if getattr(original, "numtok_defers", False):
+        return
+
+    def init_all():
+        if not getattr(_loading, "depth", 0):
+            original()
+
+    init_all.numtok_defers = True  # type: ignore[attr-defined]
+    entrypoints.init_all = init_all
+
+
+def _without_extensions(compile_):
+    @functools.wraps(compile_)
+    def compile(sig):
+        _loading.depth = getattr(_loading, "depth", 0) + 1
+        try:
+            return compile_(sig)
+        finally:
+            _loading.depth -= 1
+
+    return compile
+
+
+_defer_numba_extensions()
+
+
 def cached_njit(*args, **options):
     """``numba.njit`` whose compiled code is kept by :class:`KernelCache`; used as
     ``@cached_njit``, ``@cached_njit(nogil=True, ...)`` or with one explicit signature,
@@ -232,6 +267,8 @@ def cached_njit(*args, **options):
 
     def wrap(fn):
         dispatcher = njit(**options)(fn)
+        dispatcher._compilation_chain_init_hook = lambda: None  # Numba's runs the entry points
+        dispatcher.compile = _without_extensions(dispatcher.compile)
         try:
             dispatcher._cache = KernelCache(fn)  # what Dispatcher.enable_caching does, with our cache
         except Exception:  # noqa: BLE001 - a Numba whose cache internals differ: its own cache
