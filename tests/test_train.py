@@ -39,6 +39,18 @@ def test_real_text_matches_hf(sample_lines, vocab_size, min_frequency):
     assert_same_as_hf(sample_lines, vocab_size, min_frequency=min_frequency)
 
 
+@pytest.mark.parametrize("reservable", [0, 64 * 1500, 64 * 4000])
+def test_pair_table_grown_by_copying_matches_hf(sample_lines, monkeypatch, reservable):
+    # Where address space cannot be reserved (strict overcommit, RLIMIT_AS) the pair table
+    # starts small and is copied as it grows, in counting and in the merge loop; a reservation
+    # that runs out midway goes from growing inside it to copying.
+    from numtok.train import trainer
+
+    monkeypatch.setattr(trainer, "reservable_bytes", lambda: reservable)
+    tok = assert_same_as_hf(sample_lines, 3000)
+    assert tok.training_stats["engine"]["pair_rows"] > reservable // 64
+
+
 def test_special_tokens_take_first_ids_like_hf(sample_lines):
     tok = assert_same_as_hf(sample_lines[:2000], 800, special_tokens=["<|endoftext|>", "<pad>"])
     assert tok.vocab[b"<|endoftext|>"] == 0 and tok.vocab[b"<pad>"] == 1

@@ -11,6 +11,7 @@ nor how much memory to give it. Public entry points turn them into one message.
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 
 _PREFIX = "out of memory while "
@@ -59,3 +60,21 @@ def release_free_memory() -> None:
                 _trim = False
     if _trim:
         _trim(0)
+
+
+def reservable_bytes() -> int:
+    """Address space a table may take beyond what it fills (Linux maps untouched pages to
+    nothing, so they cost no memory): a quarter of physical memory, or 0 where address space
+    is committed up front (``vm.overcommit_memory = 2``), limited (``RLIMIT_AS``) or the
+    system is not Linux."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        import resource
+
+        with open("/proc/sys/vm/overcommit_memory") as f:
+            if f.read().strip() == "2" or resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY:
+                return 0
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4
+    except (OSError, ValueError):
+        return 0

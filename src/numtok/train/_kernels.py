@@ -302,11 +302,13 @@ def _heap_pop(heap, size):
 
 
 @cached_njit(nogil=True)
-def _count_all_pairs(sym, words, tok_len, max_len):
+def _count_all_pairs(sym, words, tok_len, max_len, reserve_rows):
     """Count every adjacent pair of every word (overlapping windows count) and build exact-size
-    postings. Returns (slots, pairs, n_pairs, pool, pool_used)."""
+    postings. ``pairs`` has ``reserve_rows`` rows from the start (at least 1024): rows are
+    written in order, so the pages of the ones never used cost nothing. Returns (slots, pairs,
+    n_pairs, pool, pool_used)."""
     n_words = len(words)
-    pairs = np.zeros((1024, NCOL), dtype=np.int64)
+    pairs = np.empty((max(1024, reserve_rows), NCOL), dtype=np.int64)
     slots = np.full(2048, -1, dtype=np.int32)
     n_pairs = 0
     # Pass 1: counts, and how many distinct words hold each pair.
@@ -519,11 +521,13 @@ def _rewrite_postings(sym, words, words_flat, post_buf, k, n_post, a, b, t, reus
 
 @cached_njit(nogil=True)
 def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
-               n_ids_target, min_frequency, max_len, first_seen, progress):
+               n_ids_target, min_frequency, max_len, first_seen, reserve_rows, progress):
     """Learn merges until ``n_ids_target`` ids exist (or no pair is frequent enough).
 
     ``words`` is int64 (n, 4), a row per word (W_START, W_LEN, W_FREQ; the fourth column pads
-    the row to 32 bytes); lengths are rewritten in place, like ``sym``.
+    the row to 32 bytes); lengths are rewritten in place, like ``sym``. ``reserve_rows`` pair
+    rows are allocated at once: while they last, the table grows by using more of them (no
+    copy, so no second table resident); past them it is copied to a bigger one.
 
     Ids 0..len(tok_len_base)-1 exist at the start (special tokens, then the alphabet, in the
     order that breaks ties); base symbol sequences (tok_seq_*) say which strings they are,
@@ -565,7 +569,9 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
             _register_token(tslots, tok_hash, t)
 
     words_flat = words.reshape(-1)
-    slots, pairs, n_pairs, pool, pool_used = _count_all_pairs(sym, words, tok_len, max_len)
+    slots, pairs, n_pairs, pool, pool_used = _count_all_pairs(sym, words, tok_len, max_len, reserve_rows)
+    # The rows in use grow 1.25x at a time, as a table copied at each growth would.
+    rows = min(len(pairs), max(1024, n_pairs + n_pairs // 4))
     st = np.zeros(4, dtype=np.int64)
     st[N_PAIRS] = n_pairs
     st[POOL_USED] = pool_used
@@ -681,19 +687,21 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
             if k >= n_post:
                 break
             m = words[np.int64(post_buf[k]), W_LEN]
-            if st[N_PAIRS] + m > len(pairs) or 2 * (st[N_PAIRS] + m) > len(slots):
-                if not first_seen and st[N_PAIRS] + m > len(pairs):
-                    # Reuse the rows of dead pairs (an eighth of the table at least: compacting in
-                    # place holds one table, growing holds two) instead of growing it; p keeps its
+            if st[N_PAIRS] + m > rows or 2 * (st[N_PAIRS] + m) > len(slots):
+                if not first_seen and st[N_PAIRS] + m > rows:
+                    # Reuse the rows of dead pairs (an eighth of the table at least: their pages
+                    # stay in use, new rows would add pages) instead of growing it; p keeps its
                     # count, so its row is kept (it may move).
-                    kept = _drop_dead_pairs(slots, pairs, st[N_PAIRS], step, touched, st[N_TOUCHED], near_step, len(pairs) // 8)
+                    kept = _drop_dead_pairs(slots, pairs, st[N_PAIRS], step, touched, st[N_TOUCHED], near_step, rows // 8)
                     dropped += st[N_PAIRS] - kept
                     st[N_PAIRS] = kept
                 # As _reserve_pairs, but each old table is freed before the next is made.
-                need_rows = st[N_PAIRS] + m + len(pairs) // 4
-                if need_rows > len(pairs):
-                    pairs = _room_for_pairs(pairs, st[N_PAIRS], need_rows)
-                    progress[8] += 1
+                need_rows = st[N_PAIRS] + m + rows // 4
+                if need_rows > rows:
+                    rows = max(need_rows, rows + rows // 4)
+                    if rows > len(pairs):
+                        pairs = _room_for_pairs(pairs, st[N_PAIRS], rows)
+                        progress[8] += 1
                 if 2 * need_rows > len(slots):
                     n_slots = _slots_for(len(slots), need_rows)
                     slots = np.empty(0, dtype=np.int32)
@@ -730,7 +738,7 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
         progress[0] = n_merges
     progress[5] = st[N_PAIRS] + dropped
     progress[6] = len(pool)
-    progress[7] = len(pairs)
+    progress[7] = rows
     return merge_left[:n_merges].copy(), merge_right[:n_merges].copy(), merge_new[:n_merges].copy(), n_merges, n_ids
 
 

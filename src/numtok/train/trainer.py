@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .._native.memory import out_of_memory, release_free_memory
+from .._native.memory import out_of_memory, release_free_memory, reservable_bytes
 from .._native.threads import check_num_threads
 from ..io.byte_level import CHAR_TO_BYTE, bytes_to_unicode
 from ..io.sources import DEFAULT_CHUNK_BYTES, TextChunk, iter_chunks, source_size
@@ -597,15 +597,20 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
     # Every merge rewrites at least one occurrence, so a word of n symbols allows at most n - 1
     # of them: the engine's id tables are sized by that, never by a huge vocab_size, and
     # training stops when no pair is left (as HF does).
-    n_target = min(options.vocab_size, minimum + int((words[:, _bpe_kernels.W_LEN] - 1).sum()))
+    positions = int((words[:, _bpe_kernels.W_LEN] - 1).sum())
+    n_target = min(options.vocab_size, minimum + positions)
     del w_len
+    # The pair table's rows, reserved (not touched) for as many pairs as there are adjacent
+    # positions and an eighth more: growing inside them never holds a second table.
+    row_bytes = 8 * _bpe_kernels.NCOL
+    reserve_rows = min(positions + positions // 8 + 1024, reservable_bytes() // row_bytes)
     bar = Progress("Merging", total=n_target - minimum, unit="merges", enabled=show_progress)
 
     def run():
         try:
             result.append(_bpe_kernels._bpe_train(
                 sym, words, tok_len, tok_seq, tok_seq_len,
-                n_target, options.min_frequency, max_len, options.tie_break == "first-seen", progress))
+                n_target, options.min_frequency, max_len, options.tie_break == "first-seen", reserve_rows, progress))
         except BaseException as exc:  # surfaced in the caller's thread
             result.append(exc)
 
