@@ -187,6 +187,20 @@ def test_txt_jsonl_and_gzip_sources_agree(tmp_path, sample_lines):
     assert numtok.train_bpe([str(tmp_path / "b.txt"), str(tmp_path / "c.txt")], 500).merges == expected
 
 
+@given(st.lists(st.text(alphabet="ab\r\n é日", max_size=40), max_size=12), st.integers(1, 50), st.booleans())
+def test_text_files_read_in_chunks_give_every_line_once(tmp_path_factory, parts, chunk_bytes, gz):
+    # Chunks of a few bytes: lines longer than a chunk are carried into the next read, and
+    # a last line without its newline is a line.
+    from numtok.io.sources import iter_chunks
+
+    raw = "".join(parts).encode()
+    path = tmp_path_factory.mktemp("lines") / ("a.txt.gz" if gz else "a.txt")
+    path.write_bytes(gzip.compress(raw) if gz else raw)
+    got = [bytes(c.data[a:b]) for c in iter_chunks(str(path), chunk_bytes=chunk_bytes) for a, b in c.docs.tolist()]
+    *lines, last = raw.split(b"\n")
+    assert got == [line + b"\n" for line in lines] + ([last] if last else [])
+
+
 def test_chunked_two_thread_counting_is_exact(sample_text):
     from numtok.train import trainer
 

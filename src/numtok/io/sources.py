@@ -168,17 +168,19 @@ def _iter_text_file(path: str, chunk_bytes: int, field: str) -> Iterator[TextChu
     try:
         with _open_binary(path) as f:
             while True:
-                block = f.read(chunk_bytes)
-                if not block:
+                # Read into one buffer after the carried bytes: a read then a concatenation
+                # would hold the block twice.
+                buf = bytearray(len(carry) + chunk_bytes)
+                buf[: len(carry)] = carry
+                size = len(carry) + _read_into(f, memoryview(buf)[len(carry) :])
+                if size == len(carry):
                     break
-                if carry:
-                    block = carry + block
-                cut = block.rfind(b"\n") + 1
+                cut = buf.rfind(b"\n", 0, size) + 1
                 if cut == 0:
-                    carry = block
+                    carry = bytes(buf[:size])
                     continue
-                data = np.frombuffer(block, dtype=np.uint8)[:cut]  # a view: no copy
-                carry = block[cut:]
+                data = np.frombuffer(buf, dtype=np.uint8)[:cut]  # a view: no copy
+                carry = bytes(buf[cut:size])
                 _validate_utf8(data, path, offset)
                 yield _line_chunk(data, _raw_position(f))
                 offset += cut
@@ -192,12 +194,33 @@ def _iter_text_file(path: str, chunk_bytes: int, field: str) -> Iterator[TextChu
         raise ValueError(f"{path}: cannot read: {exc}") from None
 
 
+def _read_into(f, view: memoryview) -> int:
+    """Fill ``view`` from ``f`` (to the end of the file at most); returns the bytes read."""
+    done = 0
+    while done < len(view):
+        n = f.readinto(view[done:])
+        if not n:
+            break
+        done += n
+    return done
+
+
+_LINE_SCAN_BYTES = 1 << 20  # newlines are found a slice at a time: no chunk-sized mask
+
+
 def _line_chunk(data: np.ndarray, consumed: int) -> TextChunk:
-    ends = np.flatnonzero(data == 10).astype(np.int64) + 1
-    if len(ends) == 0 or ends[-1] != len(data):
-        ends = np.append(ends, len(data))
-    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
-    return TextChunk(data, np.stack([starts, ends], axis=1), consumed)
+    parts = [np.flatnonzero(data[k : k + _LINE_SCAN_BYTES] == 10) + (k + 1) for k in range(0, len(data), _LINE_SCAN_BYTES)]
+    n = sum(len(p) for p in parts)
+    docs = np.empty((n + 1, 2), dtype=np.int64)
+    if n:
+        np.concatenate(parts, out=docs[:n, 1])
+    if n == 0 or docs[n - 1, 1] != len(data):  # the last line has no newline
+        docs[n, 1] = len(data)
+        n += 1
+    docs = docs[:n]
+    docs[0, 0] = 0
+    docs[1:, 0] = docs[:-1, 1]
+    return TextChunk(data, docs, consumed)
 
 
 class JsonlRecordError(ValueError):
