@@ -5,13 +5,13 @@ from __future__ import annotations
 import collections
 
 
-def gather_naive(words: list[bytes], order) -> tuple[bytes, list[int]]:
-    """The words in ``order``, packed back to back, and their offsets."""
+def gather_naive(words: list[bytes], counts: list[int], order) -> tuple[bytes, list[int], list[int]]:
+    """The words in ``order``, packed back to back, their offsets and their counts."""
     picked = [words[i] for i in order]
     offsets = [0]
     for w in picked:
         offsets.append(offsets[-1] + len(w))
-    return b"".join(picked), offsets
+    return b"".join(picked), offsets, [counts[i] for i in order]
 
 
 def merge_naive(*tables: dict[bytes, int]) -> dict[bytes, int]:

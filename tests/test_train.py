@@ -233,6 +233,32 @@ def test_word_counter_against_counter():
     assert dict(zip(wc.word_list(), wc.firsts.tolist())) == expected_first
 
 
+@given(st.lists(st.tuples(st.binary(min_size=1, max_size=20), st.integers(1, 2**40)), max_size=60),
+       st.lists(st.tuples(st.binary(min_size=1, max_size=20), st.integers(1, 2**40)), max_size=60))
+def test_word_counters_merged_into_a_bigger_table_keep_words_counts_and_firsts(a, b):
+    # The merged-into counter is made big enough for both first: its table is rebuilt from
+    # the words' bytes (short keys, hashed keys) and the counts' low halves, the over array kept.
+    counters = []
+    for items, first in ((a, 0), (b, 1000)):
+        wc = WordCounter(capacity=4)
+        if items:
+            words = [w for w, _ in items]
+            store = np.frombuffer(b"".join(words), dtype=np.uint8)
+            bounds = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int64)
+            wc.add_words(store, bounds, np.array([c for _, c in items], dtype=np.int64), first)
+        counters.append(wc)
+    counters[0].merge(counters[1])
+    expected: collections.Counter = collections.Counter()
+    expected_first: dict[bytes, int] = {}
+    for items, first in ((a, 0), (b, 1000)):
+        for k, (w, c) in enumerate(items):
+            expected[w] += c
+            expected_first[w] = min(expected_first.get(w, first + k), first + k)
+    got = counters[0]
+    assert dict(zip(got.word_list(), got.counts.tolist())) == dict(expected)
+    assert dict(zip(got.word_list(), got.firsts.tolist())) == expected_first
+
+
 def test_word_counter_carries_counts_past_32_bits_from_single_occurrences():
     """A row holds a count's low 32 bits: one more occurrence of a word at 2**32 - 1 carries."""
     words = [b"ab", b"a long word, hashed"]

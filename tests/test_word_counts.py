@@ -68,14 +68,15 @@ def test_shards_sum_to_the_whole(sample_lines):
 def test_gather_kernel_matches_naive():
     rng = np.random.default_rng(0)
     words = [bytes(rng.integers(0, 256, rng.integers(1, 20)).astype(np.uint8)) for _ in range(300)]
-    lengths = np.array([len(w) for w in words], dtype=np.int32)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    bounds = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int64)
+    counts = rng.integers(1, 2**62, 300)
     store = np.frombuffer(b"".join(words), dtype=np.uint8)
     for order in (np.arange(300), rng.permutation(300), rng.permutation(300)[:50], np.zeros(0, dtype=np.int64)):
-        packed, offsets = _gather_words(store, starts, lengths, order)
-        expected_packed, expected_offsets = gather_naive(words, order)
+        packed, offsets, gathered = _gather_words(store, bounds, counts, order)
+        expected_packed, expected_offsets, expected_counts = gather_naive(words, counts.tolist(), order)
         assert packed.tobytes() == expected_packed
         assert offsets.tolist() == expected_offsets
+        assert gathered.tolist() == expected_counts
 
 
 # -- merging against a Counter -----------------------------------------------------------------

@@ -38,21 +38,25 @@ FORMAT = "numtok.WordCounts/1"
 
 
 @cached_njit(nogil=True)
-def _gather_words(store, starts, lengths, order):
-    """The words ``order[0], order[1], ...`` packed back to back, and their offsets."""
+def _gather_words(store, bounds, counts, order):
+    """The words ``order[0], order[1], ...`` (word w is ``store[bounds[w]:bounds[w + 1]]``)
+    packed back to back, their offsets and their counts."""
     n = len(order)
     offsets = np.empty(n + 1, dtype=np.int64)
+    out_counts = np.empty(n, dtype=np.int64)
     offsets[0] = 0
     for i in range(n):
-        offsets[i + 1] = offsets[i] + lengths[order[i]]
+        w = order[i]
+        offsets[i + 1] = offsets[i] + bounds[w + 1] - bounds[w]
+        out_counts[i] = counts[w]
     words = np.empty(offsets[n], dtype=np.uint8)
     for i in range(n):
         w = order[i]
-        s = starts[w]
+        s = bounds[w]
         o = offsets[i]
-        for k in range(lengths[w]):
+        for k in range(bounds[w + 1] - s):
             words[o + k] = store[s + k]
-    return words, offsets
+    return words, offsets, out_counts
 
 
 class WordCounts:
@@ -100,9 +104,12 @@ class WordCounts:
         The counter is frozen: its table is freed before the words are gathered."""
         counter.freeze()
         firsts = counter.firsts
-        order = np.argsort(firsts, kind="stable") if np.any(np.diff(firsts) < 0) else np.arange(len(firsts))
-        words, offsets = _gather_words(counter.store, counter.starts, counter.lengths, order)
-        counts = counter.counts[order]
+        if len(firsts) > 1 and bool((firsts[1:] < firsts[:-1]).any()):
+            order = np.argsort(firsts, kind="stable")
+            words, offsets, counts = _gather_words(counter.store, counter.bounds, counter.counts, order)
+            del order
+        else:  # already in order (one counting thread): the counter's arrays are the result
+            words, offsets, counts = counter.store, counter.bounds, counter.counts
         return cls(words, offsets, counts, pattern=pattern, special_tokens=special_tokens, corpus_bytes=corpus_bytes)
 
     # -- size ---------------------------------------------------------------------------------
@@ -179,17 +186,12 @@ class WordCounts:
             return WordCounts(kept.words, kept.offsets, kept.counts, pattern=self.pattern,
                               special_tokens=self.special_tokens, corpus_bytes=self.corpus_bytes + other.corpus_bytes)
         counter = WordCounter(len(self) + len(other), store_bytes=len(self.words) + len(other.words))
-        for part, before in ((self, 0), (other, len(self))):
-            spans = np.stack([part.offsets[:-1], part.offsets[1:]], axis=1)
-            counter._insert(part.words, spans, part.counts, np.arange(before, before + len(part), dtype=np.int64), True, 0)
-            del spans
+        counter.add_words(self.words, self.offsets, self.counts, 0)
+        counter.add_words(other.words, other.offsets, other.counts, len(self))
         # Words enter the counter in order, so its word order is already a's then b's new ones.
-        counter.freeze()
-        merged = WordCounts(counter.store, counter._start[: counter.n_words + 1], counter.counts,
-                            pattern=self.pattern, special_tokens=self.special_tokens,
-                            corpus_bytes=self.corpus_bytes + other.corpus_bytes)
-        merged.words = merged.words.copy()  # not a view of the counter's oversized store
-        return merged
+        counter.freeze()  # its arrays cut to the words: they become the result's
+        return WordCounts(counter.store, counter.bounds, counter.counts, pattern=self.pattern,
+                          special_tokens=self.special_tokens, corpus_bytes=self.corpus_bytes + other.corpus_bytes)
 
     def __radd__(self, other):
         if isinstance(other, int) and other == 0:  # sum(list_of_word_counts)

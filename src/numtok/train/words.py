@@ -167,12 +167,38 @@ def _rehash(old, new):
 
 
 @cached_njit(nogil=True)
+def _reindex(table, w_start, store, low, n_words, ring):
+    """Rows for words 0..n_words-1 in the empty ``table``, keys computed again from their
+    bytes and counts' low 32 bits from ``low``: a bigger table is filled without the old one
+    (slower than ``_rehash``, whose writes follow the old rows' order)."""
+    mask = len(table) - 1
+    table_flat = table.reshape(-1)
+    for w in range(min(LOOKAHEAD, n_words)):
+        ring[w % LOOKAHEAD] = _word_key(store, w_start[w], w_start[w + 1])
+    for w in range(n_words):
+        key = ring[w % LOOKAHEAD]
+        ahead = w + LOOKAHEAD
+        if ahead < n_words:
+            k_ahead = _word_key(store, w_start[ahead], w_start[ahead + 1])
+            ring[ahead % LOOKAHEAD] = k_ahead
+            prefetch(table_flat, _slot_of(k_ahead, mask) * 2)
+        slot = _slot_of(key, mask)
+        while table[slot, KEY] != 0:
+            slot = (slot + 1) & mask
+        table[slot, KEY] = key
+        table[slot, ENTRY] = (np.int64(w) << 32) | np.int64(low[w])
+
+
+@cached_njit(nogil=True)
 def _table_counts(table, out):
     """Each word's count (low 32 bits) from its row into ``out[word]``."""
     for r in range(len(table)):
         if table[r, KEY] != 0:
             entry = table[r, ENTRY]
             out[entry >> 32] = entry & _LOW32
+
+
+_MERGE_BLOCK = 1 << 20
 
 
 class WordCounter:
@@ -223,22 +249,39 @@ class WordCounter:
 
     def merge(self, other: WordCounter) -> None:
         """Add another counter's words (counts summed, earliest first position kept). ``other``
-        is frozen first: its table is freed before this one grows."""
+        is frozen first (its table freed, its arrays cut to their words), then this one is
+        made big enough for both at once, so nothing grows while the words go in."""
         other.freeze()
-        n = other.n_words
-        spans = np.stack([other._start[:n], other._start[1 : n + 1]], axis=1)
-        self._insert(other._store, spans, other.counts, other.firsts, True, 0)
+        self._reserve(self.n_words + other.n_words, self.store_used + other.store_used)
+        self.add_words(other.store, other.bounds, other.counts, other.firsts)
+
+    def add_words(self, store: np.ndarray, bounds: np.ndarray, counts: np.ndarray, firsts: np.ndarray | int) -> None:
+        """Add the words ``store[bounds[i]:bounds[i + 1]]`` with their counts and first
+        positions (``firsts``: an array, or the first word's position and each next one + 1)."""
+        n = len(bounds) - 1
+        for a in range(0, n, _MERGE_BLOCK):  # spans made a block at a time: 16 B a word
+            b = min(n, a + _MERGE_BLOCK)
+            spans = np.stack([bounds[a:b], bounds[a + 1 : b + 1]], axis=1)
+            block_firsts = firsts[a:b] if isinstance(firsts, np.ndarray) else np.arange(firsts + a, firsts + b, dtype=np.int64)
+            self._insert(store, spans, counts[a:b], block_firsts, True, 0)
 
     def freeze(self) -> None:
-        """Keep the counts as one array and free the hash table (most of the memory): the
-        counter reads the same but counts no more."""
+        """Keep the counts as one array, free the hash table (most of the memory) and cut the
+        per-word arrays to the words (where they have an eighth more room): the counter reads
+        the same but counts no more."""
         if self._frozen is None:
             self._frozen = self.counts
             self._table = np.zeros((0, 2), dtype=np.int64)
+            n = self.n_words
+            for name, size in (("_start", n + 1), ("_first", n), ("_over", n), ("_store", self.store_used)):
+                if len(getattr(self, name)) > size + size // 8:
+                    try:  # in place: the allocator gives the tail back, nothing is copied
+                        getattr(self, name).resize(size)
+                    except ValueError:  # a view of it is alive
+                        setattr(self, name, getattr(self, name)[:size].copy())
 
     def _insert(self, data, spans, counts, firsts, weighted, base_pos):
-        if self._frozen is not None:
-            raise RuntimeError("this WordCounter is frozen: it counts no more")
+        self._check_not_frozen()
         spans = np.ascontiguousarray(spans, dtype=np.int64)
         begin = 0
         while True:
@@ -249,27 +292,59 @@ class WordCounter:
             self._grow(int(spans[begin, 1] - spans[begin, 0]))
 
     def _grow(self, need_bytes: int) -> None:
-        n = self.n_words
         if self._sizes[2]:
             self._sizes[2] = 0
             self._over = np.zeros(len(self._first), dtype=np.int64)
-        if n >= len(self._first):
-            cap = 2 * len(self._first)
-            if cap > _MAX_WORDS:
-                raise MemoryError(f"a word table of more than {_MAX_WORDS:,} unique words")
-            for name, size, keep in (("_start", cap + 1, n + 1), ("_first", cap, n), ("_over", cap, n)):
+        n = self.n_words
+        words = 2 * len(self._first) if n >= len(self._first) else len(self._first)
+        rows = 2 * len(self._table) if n >= (len(self._table) * 3) // 4 else len(self._table)
+        used = int(self._sizes[1])
+        store = max(2 * len(self._store), used + need_bytes) if used + need_bytes > len(self._store) else len(self._store)
+        self._resize(words, rows, store, False)
+
+    def _check_not_frozen(self) -> None:
+        if self._frozen is not None:
+            raise RuntimeError("this WordCounter is frozen: it counts no more")
+
+    def _reserve(self, n_words: int, store_bytes: int) -> None:
+        """Room for ``n_words`` words of ``store_bytes`` bytes in all, without growing."""
+        self._check_not_frozen()
+        rows = len(self._table)
+        while n_words > (rows * 3) // 4:
+            rows *= 2
+        self._resize(max(n_words, len(self._first)), rows, max(store_bytes, len(self._store)), True)
+
+    def _resize(self, words: int, rows: int, store_bytes: int, lean: bool) -> None:
+        """Per-word arrays for ``words`` words, a table of ``rows`` rows, a store of
+        ``store_bytes``; one array at a time, each old one freed once copied. ``lean``: the old
+        table is freed before the new one is made (for a merge, where two counters' arrays are
+        resident), else the new one is filled from it, faster."""
+        n = self.n_words
+        if words > _MAX_WORDS:
+            raise MemoryError(f"a word table of more than {_MAX_WORDS:,} unique words")
+        if words != len(self._first):
+            for name, size, keep in (("_start", words + 1, n + 1), ("_first", words, n), ("_over", words, n)):
                 old = getattr(self, name)
                 if len(old):
                     new = np.zeros(size, dtype=np.int64)
                     new[:keep] = old[:keep]
                     setattr(self, name, new)
-        if n >= (len(self._table) * 3) // 4:
-            table = np.zeros((2 * len(self._table), 2), dtype=np.int64)
+                    del old, new
+        if rows != len(self._table) and not lean:
+            table = np.zeros((rows, 2), dtype=np.int64)
             _rehash(self._table, table)
             self._table = table
+        elif rows != len(self._table):
+            # Counts' low halves (4 bytes a word) are kept and the old rows freed before the new
+            # table is made: keys are computed again from the words' bytes.
+            low = np.empty(n, dtype=np.uint32)
+            _table_counts(self._table, low)
+            self._table = np.zeros((0, 2), dtype=np.int64)
+            self._table = np.zeros((rows, 2), dtype=np.int64)
+            _reindex(self._table, self._start, self._store, low, n, self._ring)
         used = int(self._sizes[1])
-        if used + need_bytes > len(self._store):
-            new = np.zeros(max(2 * len(self._store), used + need_bytes), dtype=np.uint8)
+        if store_bytes != len(self._store):
+            new = np.zeros(store_bytes, dtype=np.uint8)
             new[:used] = self._store[:used]
             self._store = new
 
@@ -295,6 +370,11 @@ class WordCounter:
     @property
     def starts(self) -> np.ndarray:
         return self._start[: self.n_words]
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """Where each word starts in the store, and where the last one ends (n + 1 entries)."""
+        return self._start[: self.n_words + 1]
 
     @property
     def store(self) -> np.ndarray:
