@@ -234,13 +234,13 @@ def test_word_counter_against_counter():
 
 
 @given(st.lists(st.tuples(st.binary(min_size=1, max_size=20), st.integers(1, 2**40)), max_size=60),
-       st.lists(st.tuples(st.binary(min_size=1, max_size=20), st.integers(1, 2**40)), max_size=60))
-def test_word_counters_merged_into_a_bigger_table_keep_words_counts_and_firsts(a, b):
+       st.lists(st.tuples(st.binary(min_size=1, max_size=20), st.integers(1, 2**40)), max_size=60), st.booleans())
+def test_word_counters_merged_into_a_bigger_table_keep_words_counts_and_firsts(a, b, track_firsts):
     # The merged-into counter is made big enough for both first: its table is rebuilt from
     # the words' bytes (short keys, hashed keys) and the counts' low halves, the over array kept.
     counters = []
     for items, first in ((a, 0), (b, 1000)):
-        wc = WordCounter(capacity=4)
+        wc = WordCounter(capacity=4, track_firsts=track_firsts)
         if items:
             words = [w for w, _ in items]
             store = np.frombuffer(b"".join(words), dtype=np.uint8)
@@ -256,7 +256,17 @@ def test_word_counters_merged_into_a_bigger_table_keep_words_counts_and_firsts(a
             expected_first[w] = min(expected_first.get(w, first + k), first + k)
     got = counters[0]
     assert dict(zip(got.word_list(), got.counts.tolist())) == dict(expected)
-    assert dict(zip(got.word_list(), got.firsts.tolist())) == expected_first
+    if track_firsts:
+        assert dict(zip(got.word_list(), got.firsts.tolist())) == expected_first
+    else:
+        assert len(got.firsts) == 0
+
+
+def test_a_counter_without_first_positions_cannot_merge_into_one_with_them():
+    keeps, keeps_none = WordCounter(), WordCounter(track_firsts=False)
+    keeps_none.add_spans(np.frombuffer(b"ab", dtype=np.uint8), np.array([[0, 2]]), 0)
+    with pytest.raises(ValueError, match="first positions"):
+        keeps.merge(keeps_none)
 
 
 def test_word_counter_carries_counts_past_32_bits_from_single_occurrences():

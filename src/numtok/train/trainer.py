@@ -347,13 +347,16 @@ def _special_token_list(special_tokens: Iterable[str]) -> list[str]:
 def _count_words(source, options: _Options, show_progress, num_threads, field: str = "text") -> tuple[WordCounter, int]:
     """Pre-tokenize and count the corpus on up to two threads (one WordCounter each)."""
     chunks = iter_chunks(source, special_tokens=options.special_tokens, field=field)
-    return _count_chunks(chunks, options.pattern, source_size(source), show_progress, num_threads)
+    # First positions matter only to tie_break="first-seen" (8 bytes a word while counting).
+    return _count_chunks(chunks, options.pattern, source_size(source), show_progress, num_threads,
+                         track_firsts=options.tie_break == "first-seen")
 
 
-def _count_chunks(chunks: Iterable[TextChunk], pattern: str, total: int | None, show_progress, num_threads) -> tuple[WordCounter, int]:
+def _count_chunks(chunks: Iterable[TextChunk], pattern: str, total: int | None, show_progress, num_threads,
+                  track_firsts: bool = True) -> tuple[WordCounter, int]:
     """Count the words of a stream of TextChunks; returns (counter, bytes of text)."""
     threads = min(2, check_num_threads(num_threads))
-    counters = [WordCounter() for _ in range(threads)]
+    counters = [WordCounter(track_firsts=track_firsts) for _ in range(threads)]
     bar = Progress("Counting words", total=total, unit="B", enabled=show_progress)
     position = 0
 

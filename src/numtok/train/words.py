@@ -71,14 +71,16 @@ def _insert_words(data, spans, counts, firsts, weighted, base_pos, begin, table,
     scratch. Word w's bytes are ``store[w_start[w]:w_start[w + 1]]``. Unweighted spans count 1
     and are first seen at base_pos + start (calls come in corpus order, so a word's first
     insertion is its first position); weighted ones (merging another table) carry
-    counts/firsts. Returns the index of the first span not inserted (len(spans) when done);
-    ``sizes[2]`` = 1 when it stopped for want of the ``over`` array.
+    counts/firsts. An empty ``w_first`` keeps no first positions. Returns the index of the
+    first span not inserted (len(spans) when done); ``sizes[2]`` = 1 when it stopped for want
+    of the ``over`` array.
     """
     mask = len(table) - 1
     table_flat = table.reshape(-1)
     n_words = sizes[0]
     used = sizes[1]
-    max_words = min(len(w_first), (len(table) * 3) // 4)
+    max_words = min(len(w_start) - 1, (len(table) * 3) // 4)
+    track = len(w_first) > 0
     n_spans = len(spans)
     # Keys are computed LOOKAHEAD spans ahead and their rows prefetched, so the table's cache
     # misses overlap instead of stalling one after another.
@@ -112,7 +114,8 @@ def _insert_words(data, spans, counts, firsts, weighted, base_pos, begin, table,
                 table[slot, ENTRY] = (n_words << 32) | (c & _LOW32)
                 if c > _LOW32:
                     over[n_words] = c - (c & _LOW32)
-                w_first[n_words] = firsts[i] if weighted else base_pos + s
+                if track:
+                    w_first[n_words] = firsts[i] if weighted else base_pos + s
                 for q in range(n):  # (a slice copy would need the runtime: it may allocate)
                     store[used + q] = data[s + q]
                 used += n
@@ -140,7 +143,7 @@ def _insert_words(data, spans, counts, firsts, weighted, base_pos, begin, table,
                             break
                         over[w] += total - (total & _LOW32)
                     table[slot, ENTRY] = (entry - (entry & _LOW32)) | (total & _LOW32)
-                    if weighted and firsts[i] < w_first[w]:
+                    if weighted and track and firsts[i] < w_first[w]:
                         w_first[w] = firsts[i]
                     break
             slot = (slot + 1) & mask
@@ -212,19 +215,24 @@ class WordCounter:
     [(b'ab', 2), (b' cd', 1), (b' ab', 1)]
     """
 
-    def __init__(self, capacity: int = 1 << 14, store_bytes: int | None = None):
+    def __init__(self, capacity: int = 1 << 14, store_bytes: int | None = None, track_firsts: bool = True):
         capacity = max(16, int(capacity))
         # At most 3/4 of the rows are used (then the table doubles): 21-43 bytes of rows a word.
         rows = 1 << max(4, (capacity * 4 // 3).bit_length())
         self._table = np.zeros((rows, 2), dtype=np.int64)
         self._start = np.zeros(capacity + 1, dtype=np.int64)  # word w is store[start[w]:start[w + 1]]
-        self._first = np.zeros(capacity, dtype=np.int64)
+        self._first = np.zeros(capacity if track_firsts else 0, dtype=np.int64)  # empty: not kept
         self._over = np.zeros(0, dtype=np.int64)  # count bits above 32, once a count needs them
         self._store = np.zeros(capacity * 8 if store_bytes is None else max(16, int(store_bytes)), dtype=np.uint8)
         self._sizes = np.zeros(3, dtype=np.int64)
         self._empty64 = np.zeros(0, dtype=np.int64)
         self._ring = np.empty(LOOKAHEAD, dtype=np.int64)
         self._frozen: np.ndarray | None = None  # the counts, once the table is freed
+
+    @property
+    def _capacity(self) -> int:
+        """Words the per-word arrays have room for."""
+        return len(self._start) - 1
 
     @property
     def n_words(self) -> int:
@@ -251,6 +259,8 @@ class WordCounter:
         """Add another counter's words (counts summed, earliest first position kept). ``other``
         is frozen first (its table freed, its arrays cut to their words), then this one is
         made big enough for both at once, so nothing grows while the words go in."""
+        if len(self._first) and not len(other._first) and other.n_words:
+            raise ValueError("cannot merge a counter without first positions into one that keeps them")
         other.freeze()
         self._reserve(self.n_words + other.n_words, self.store_used + other.store_used)
         self.add_words(other.store, other.bounds, other.counts, other.firsts)
@@ -262,7 +272,12 @@ class WordCounter:
         for a in range(0, n, _MERGE_BLOCK):  # spans made a block at a time: 16 B a word
             b = min(n, a + _MERGE_BLOCK)
             spans = np.stack([bounds[a:b], bounds[a + 1 : b + 1]], axis=1)
-            block_firsts = firsts[a:b] if isinstance(firsts, np.ndarray) else np.arange(firsts + a, firsts + b, dtype=np.int64)
+            if not len(self._first):
+                block_firsts = self._empty64
+            elif isinstance(firsts, np.ndarray):
+                block_firsts = firsts[a:b]
+            else:
+                block_firsts = np.arange(firsts + a, firsts + b, dtype=np.int64)
             self._insert(store, spans, counts[a:b], block_firsts, True, 0)
 
     def freeze(self) -> None:
@@ -294,9 +309,9 @@ class WordCounter:
     def _grow(self, need_bytes: int) -> None:
         if self._sizes[2]:
             self._sizes[2] = 0
-            self._over = np.zeros(len(self._first), dtype=np.int64)
+            self._over = np.zeros(self._capacity, dtype=np.int64)
         n = self.n_words
-        words = 2 * len(self._first) if n >= len(self._first) else len(self._first)
+        words = 2 * self._capacity if n >= self._capacity else self._capacity
         rows = 2 * len(self._table) if n >= (len(self._table) * 3) // 4 else len(self._table)
         used = int(self._sizes[1])
         store = max(2 * len(self._store), used + need_bytes) if used + need_bytes > len(self._store) else len(self._store)
@@ -312,7 +327,7 @@ class WordCounter:
         rows = len(self._table)
         while n_words > (rows * 3) // 4:
             rows *= 2
-        self._resize(max(n_words, len(self._first)), rows, max(store_bytes, len(self._store)), True)
+        self._resize(max(n_words, self._capacity), rows, max(store_bytes, len(self._store)), True)
 
     def _resize(self, words: int, rows: int, store_bytes: int, lean: bool) -> None:
         """Per-word arrays for ``words`` words, a table of ``rows`` rows, a store of
@@ -322,7 +337,7 @@ class WordCounter:
         n = self.n_words
         if words > _MAX_WORDS:
             raise MemoryError(f"a word table of more than {_MAX_WORDS:,} unique words")
-        if words != len(self._first):
+        if words != self._capacity:
             for name, size, keep in (("_start", words + 1, n + 1), ("_first", words, n), ("_over", words, n)):
                 old = getattr(self, name)
                 if len(old):
@@ -361,6 +376,7 @@ class WordCounter:
 
     @property
     def firsts(self) -> np.ndarray:
+        """Each word's first position (empty for a counter made with ``track_firsts=False``)."""
         return self._first[: self.n_words]
 
     @property
