@@ -185,12 +185,12 @@ class WordCounts:
             kept = self if len(other) == 0 else other
             return WordCounts(kept.words, kept.offsets, kept.counts, pattern=self.pattern,
                               special_tokens=self.special_tokens, corpus_bytes=self.corpus_bytes + other.corpus_bytes)
-        # The result's order is the order words enter the counter: no first positions kept.
+        # Words enter the counter in order, so its word order is already a's then b's new ones:
+        # it keeps no first positions.
         counter = WordCounter(len(self) + len(other), store_bytes=len(self.words) + len(other.words), track_firsts=False)
         counter.add_words(self.words, self.offsets, self.counts, 0)
         counter.add_words(other.words, other.offsets, other.counts, len(self))
-        # Words enter the counter in order, so its word order is already a's then b's new ones.
-        counter.freeze()  # its arrays cut to the words: they become the result's
+        counter.freeze()  # its arrays become the result's
         return WordCounts(counter.store, counter.bounds, counter.counts, pattern=self.pattern,
                           special_tokens=self.special_tokens, corpus_bytes=self.corpus_bytes + other.corpus_bytes)
 
