@@ -245,7 +245,7 @@ def test_word_counters_merged_into_a_bigger_table_keep_words_counts_and_firsts(a
             words = [w for w, _ in items]
             store = np.frombuffer(b"".join(words), dtype=np.uint8)
             bounds = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int64)
-            wc.add_words(store, bounds, np.array([c for _, c in items], dtype=np.int64), first)
+            wc.add_words(store, bounds, np.array([c for _, c in items], dtype=np.int64), np.arange(first, first + len(items)))
         counters.append(wc)
     counters[0].merge(counters[1])
     expected: collections.Counter = collections.Counter()

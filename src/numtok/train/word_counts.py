@@ -188,8 +188,9 @@ class WordCounts:
         # Words enter the counter in order, so its word order is already a's then b's new ones:
         # it keeps no first positions.
         counter = WordCounter(len(self) + len(other), store_bytes=len(self.words) + len(other.words), track_firsts=False)
-        counter.add_words(self.words, self.offsets, self.counts, 0)
-        counter.add_words(other.words, other.offsets, other.counts, len(self))
+        no_firsts = np.zeros(0, dtype=np.int64)
+        counter.add_words(self.words, self.offsets, self.counts, no_firsts)
+        counter.add_words(other.words, other.offsets, other.counts, no_firsts)
         counter.freeze()  # its arrays become the result's
         return WordCounts(counter.store, counter.bounds, counter.counts, pattern=self.pattern,
                           special_tokens=self.special_tokens, corpus_bytes=self.corpus_bytes + other.corpus_bytes)

@@ -259,26 +259,22 @@ class WordCounter:
         """Add another counter's words (counts summed, earliest first position kept). ``other``
         is frozen first (its table freed, its arrays cut to their words), then this one is
         made big enough for both at once, so nothing grows while the words go in."""
-        if len(self._first) and not len(other._first) and other.n_words:
-            raise ValueError("cannot merge a counter without first positions into one that keeps them")
         other.freeze()
         self._reserve(self.n_words + other.n_words, self.store_used + other.store_used)
         self.add_words(other.store, other.bounds, other.counts, other.firsts)
 
-    def add_words(self, store: np.ndarray, bounds: np.ndarray, counts: np.ndarray, firsts: np.ndarray | int) -> None:
-        """Add the words ``store[bounds[i]:bounds[i + 1]]`` with their counts and first
-        positions (``firsts``: an array, or the first word's position and each next one + 1)."""
+    def add_words(self, store: np.ndarray, bounds: np.ndarray, counts: np.ndarray, firsts: np.ndarray) -> None:
+        """Add the words ``store[bounds[i]:bounds[i + 1]]`` with their counts and first positions
+        (``firsts`` is read only by a counter that keeps them, and may be empty otherwise)."""
         n = len(bounds) - 1
+        track = len(self._first) > 0
+        if len(counts) != n or (track and len(firsts) != n):
+            raise ValueError(f"{n} words need {n} counts{' and first positions' if track else ''}, "
+                             f"got {len(counts)} and {len(firsts)}")
         for a in range(0, n, _MERGE_BLOCK):  # spans made a block at a time: 16 B a word
             b = min(n, a + _MERGE_BLOCK)
             spans = np.stack([bounds[a:b], bounds[a + 1 : b + 1]], axis=1)
-            if not len(self._first):
-                block_firsts = self._empty64
-            elif isinstance(firsts, np.ndarray):
-                block_firsts = firsts[a:b]
-            else:
-                block_firsts = np.arange(firsts + a, firsts + b, dtype=np.int64)
-            self._insert(store, spans, counts[a:b], block_firsts, True, 0)
+            self._insert(store, spans, counts[a:b], firsts[a:b] if track else self._empty64, True, 0)
 
     def freeze(self) -> None:
         """Keep the counts as one array, free the hash table (most of the memory) and cut the
