@@ -6,6 +6,7 @@ the compile notice goes to an interactive stderr only, and after ``warmup`` noth
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import pty
@@ -233,6 +234,30 @@ def test_numba_extensions_wait_for_code_that_is_not_numtok(tmp_path):
     out = subprocess.run([sys.executable, "-c", _EXTENSION_PROBE], env=env, capture_output=True, text=True, cwd="/")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {"value": 2, "after_numtok": False, "after_other": True, "twice": 42}
+
+
+# Loading cached kernels leaves Numba's compiler registries (numba.np.arraymath imports
+# scipy.linalg) unloaded; a user's own jitted code compiled afterwards still gets all of them.
+_LOAD_ONLY_PROBE = """
+import json, sys, numba, numpy as np
+import numtok
+ids = numtok.load("cl100k_base").encode_ordinary("héllo wörld 你好")
+loaded = "numba.np.arraymath" in sys.modules
+dot = numba.njit(lambda a: np.dot(a, a) + np.sort(a)[0])(np.arange(4.0)) if "scipy" in sys.argv else numba.njit(lambda a: np.sort(a)[0])(np.arange(4.0))
+again = numtok.load("cl100k_base").encode_ordinary("héllo wörld 你好")
+print(json.dumps({"ids": list(map(int, ids)), "again": list(map(int, again)), "registries_loaded": loaded, "dot": float(dot)}))
+"""
+
+
+def test_loading_cached_kernels_leaves_the_compiler_registries_to_compiles():
+    expected = numtok.load("cl100k_base").encode_ordinary("héllo wörld 你好")  # kernels cached in this process's location
+    with_scipy = importlib.util.find_spec("scipy") is not None
+    out = subprocess.run([sys.executable, "-c", _LOAD_ONLY_PROBE, "scipy" if with_scipy else "-"], env=_env(), capture_output=True, text=True, cwd="/")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["ids"] == got["again"] == list(map(int, expected))
+    assert got["registries_loaded"] is False
+    assert got["dot"] == (14.0 if with_scipy else 0.0)
 
 
 def test_compile_notice_on_interactive_stderr_only(tmp_path):
