@@ -72,7 +72,8 @@ def _job_encodings() -> None:
     for name in ("o200k_base", "r50k_base", "p50k_base"):
         _encode_paths(numtok.load(name))
     big = np.frombuffer((_text() * 100).encode(), dtype=np.uint8)  # > 1 MiB: split over threads
-    docs = np.array([[0, len(big) // 2], [len(big) // 2, len(big)]], dtype=np.int64)
+    # Unequal documents: the longer is more than a thread's share, so it is cut too.
+    docs = np.array([[0, 3 * len(big) // 4], [3 * len(big) // 4, len(big)]], dtype=np.int64)
     for pattern in ("gpt2", "cl100k", "o200k", r"\w+|[^\w\s]+|\s+"):
         numtok.pretokenize(_text(), pattern)
         numtok.split_bytes(big, docs, pattern, num_threads=2)
@@ -111,6 +112,8 @@ def _job_train() -> None:
 
 def _job_wordpiece() -> None:
     import numtok
+    from numtok.wordpiece.bert import BertNormalizer
+    from numtok.wordpiece.bert import pre_tokenize as bert_pre_tokenize
 
     text = _text(20).splitlines(keepends=True)
     wp = numtok.train_wordpiece(text, 500, show_progress=False)
@@ -118,6 +121,8 @@ def _job_wordpiece() -> None:
     wp.encode(_SAMPLE, add_special_tokens=True)
     wp.decode(wp.encode_batch(text)[0])
     wp.tokenize(_SAMPLE)
+    BertNormalizer().normalize_str(_SAMPLE)
+    bert_pre_tokenize(_SAMPLE)
     with tempfile.TemporaryDirectory(prefix="numtok-warmup-") as tmp:
         path = os.path.join(tmp, "wp.json")
         wp.save(path)
