@@ -353,6 +353,25 @@ def test_long_texts_and_documents_match_regex(name, text, cuts):
     np.testing.assert_array_equal(split_bytes(data, docs, name, num_threads=1), want)
 
 
+# Bytes that are no UTF-8 wherever they stand (0xC0, 0xC1, 0xF5-0xFF) or a continuation byte
+# with no lead byte before it: the scanners read each as one "other" character.
+NOT_UTF8 = [b"\x80", b"\xa0", b"\xbf", b"\xc0", b"\xc1", b"\xf5", b"\xff"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(st.one_of(st.sampled_from(ASCII_PIECES), st.sampled_from(TRICKY_PIECES), st.sampled_from(NOT_UTF8)), min_size=20, max_size=250))
+def test_bytes_that_are_not_utf8_split_like_an_ascii_other_character(name, parts):
+    """In long, mostly ASCII text, where pieces are cut from the window's masks and a byte that
+    is not ASCII sends a piece to the general path, each byte that is no UTF-8 splits exactly
+    as "#" (an ASCII "other") would in its place: both paths agree on them."""
+    raw = b"".join(p if isinstance(p, bytes) else utf8_bytes(p) for p in parts)
+    as_other = b"".join(b"#" * len(p) if isinstance(p, bytes) else utf8_bytes(p) for p in parts)
+    data = np.frombuffer(raw, dtype=np.uint8)
+    got = split_bytes(data, np.array([[0, len(data)]], dtype=np.int64), name, num_threads=1)
+    np.testing.assert_array_equal(got, regex_spans(as_other.decode("utf-8"), name))
+
+
 def test_split_bytes_subranges_and_order():
     data = np.frombuffer(b"hello world. foo  bar\n", dtype=np.uint8)
     docs = np.array([[13, 22], [0, 5], [5, 5], [6, 12]])
