@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import gzip
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -308,6 +309,82 @@ def test_heap_rebuilt_from_pair_table_pops_in_order(first_seen):
     live = [p for p in range(n) if pairs[p, k.COUNT] > 0 and pairs[p, k.PLEN] > 0]
     entries = [(int(pairs[p, k.COUNT]), int(pairs[p, aux])) + ((p,) if first_seen else ()) for p in live]
     assert popped == sorted(entries, key=lambda e: (-e[0], e[1]))
+
+
+
+
+@pytest.mark.parametrize("pool_room", [1.0, 3.0])
+@pytest.mark.parametrize("extra_room", [0.0, 4.0])
+@pytest.mark.parametrize("drop_stale", [False, True])
+def test_postings_pool_compacted_keeps_every_live_list(pool_room, extra_room, drop_stale):
+    """A full postings pool compacted (in place when 1.5x the live entries fit, else into a new
+    pool) keeps each live list's entries in order, packed from 0 with capacity = length; with
+    ``drop_stale`` the lists of count-0 pairs are gone. Reference: the lists read before."""
+    from numtok.train import _kernels as k
+
+    rng = np.random.default_rng(2)
+    n = 2000
+    pairs = np.zeros((n, k.NCOL), dtype=np.int64)
+    pairs[:, k.COUNT] = rng.integers(0, 3, size=n)
+    lengths = rng.integers(0, 40, size=n)
+    caps = np.where(lengths > 0, np.maximum(4, 2 * lengths), rng.integers(0, 2, size=n) * 8)
+    # Lists laid out in a random order with dead space between them, as moves leave it.
+    gaps = rng.integers(0, 30, size=n)
+    pool = np.full(int((caps + gaps).sum()), -7, dtype=np.int32)
+    used = 0
+    lists = {}
+    for p in rng.permutation(n):
+        used += int(gaps[p])
+        pairs[p, k.PSTART] = used
+        pairs[p, k.PLEN] = lengths[p]
+        pairs[p, k.PCAP] = caps[p]
+        pool[used:used + lengths[p]] = rng.integers(0, 10**6, size=lengths[p])
+        lists[p] = pool[used:used + lengths[p]].tolist()
+        used += int(caps[p])
+    live = sum(len(v) for p, v in lists.items() if not (drop_stale and pairs[p, k.COUNT] == 0))
+    pool = np.resize(pool, max(used, int(pool_room * live)))
+    st = np.zeros(4, dtype=np.int64)
+    st[k.POOL_USED] = used
+    extra = max(len(pool) - used + 1, int(extra_room * live))  # never fits without compaction
+    out = k._reserve_pool(pairs, n, pool, st, extra, drop_stale)
+    assert (out is pool) == (extra_room == 0)  # in place when 1.5x the need fits
+    assert st[k.POOL_USED] == live and len(out) >= live + extra
+    for p in range(n):
+        start, length = int(pairs[p, k.PSTART]), int(pairs[p, k.PLEN])
+        want = [] if drop_stale and pairs[p, k.COUNT] == 0 else lists[p]
+        assert out[start:start + length].tolist() == want
+        assert pairs[p, k.PCAP] == length
+    spans = sorted((int(pairs[p, k.PSTART]), int(pairs[p, k.PLEN])) for p in range(n) if pairs[p, k.PLEN])
+    assert sum(length for _, length in spans) == live
+    assert all(a + la <= b for (a, la), (b, _) in zip(spans, spans[1:]))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise(MADV_DONTNEED) is Linux's")
+def test_released_pages_leave_the_head_and_go_back_to_the_system():
+    """What the in-place pool compaction relies on: the pages wholly past ``idx`` go back to
+    the system (RSS falls by about their size), everything before ``idx`` and the last,
+    partial page keep their values."""
+    from numba import njit
+
+    from numtok._native.intrinsics import release_pages
+
+    @njit
+    def release(a, i):
+        release_pages(a, i)
+
+    def anon_mb():
+        with open("/proc/self/status") as f:
+            return int(f.read().split("RssAnon:")[1].split()[0]) / 1024
+
+    a = np.arange(12_000_003, dtype=np.int32)  # 48 MB, touched
+    release(a[:10], 3)  # compiled, and a page-less range is a no-op
+    before = anon_mb()
+    release(a, 2_000_001)
+    assert before - anon_mb() > 30
+    assert np.array_equal(a[:2_000_001], np.arange(2_000_001, dtype=np.int32))
+    assert a[-1] == 12_000_002
+    tail = a[2_000_001:]
+    assert np.all((tail == 0) | (tail == np.arange(2_000_001, 12_000_003, dtype=np.int32)))
 
 
 # -- bad input ------------------------------------------------------------------------------------

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import mmap
+import sys
+
 import numpy as np
 from llvmlite import ir
 from numba import types
@@ -87,6 +90,36 @@ def store_u32(typingctx, arr, idx, value):
         v = args[2]
         v = builder.trunc(v, ir.IntType(32)) if v.type.width > 32 else builder.zext(v, ir.IntType(32)) if v.type.width < 32 else v
         builder.store(v, ptr, align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def release_pages(typingctx, arr, idx):
+    """Give the memory pages wholly inside ``arr[idx:]`` back to the system (Linux
+    ``madvise(MADV_DONTNEED)``; elsewhere nothing): their contents are lost, and a page is
+    mapped again, zero-filled, when next written. For an array that keeps its length but whose
+    tail will not be read before it is written again: a compacted pool that would otherwise
+    have to be copied into a smaller one, two arrays alive at once."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and isinstance(idx, types.Integer)):
+        return None
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        if not sys.platform.startswith("linux"):
+            return context.get_dummy_value()
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        i64 = ir.IntType(64)
+        page = ir.Constant(i64, mmap.PAGESIZE)
+        first = builder.ptrtoint(builder.gep(ary.data, [args[1]]), i64)
+        first = builder.and_(builder.add(first, ir.Constant(i64, mmap.PAGESIZE - 1)), builder.neg(page))
+        end = builder.ptrtoint(builder.gep(ary.data, [cgutils.unpack_tuple(builder, ary.shape, 1)[0]]), i64)
+        end = builder.and_(end, builder.neg(page))
+        with builder.if_then(builder.icmp_unsigned(">", end, first)):
+            fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(8).as_pointer(), i64, ir.IntType(32)])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "madvise")
+            builder.call(fn, [builder.inttoptr(first, ir.IntType(8).as_pointer()), builder.sub(end, first), ir.Constant(ir.IntType(32), mmap.MADV_DONTNEED)])
         return context.get_dummy_value()
 
     return sig, codegen

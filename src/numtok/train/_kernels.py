@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, types
+from numba.cpython.unsafe.numbers import trailing_zeros
 
-from .._native.intrinsics import prefetch
+from .._native.intrinsics import prefetch, release_pages
 from .._native.jit import cached_njit
 from ._heap import sift_down, sift_up
 
@@ -172,9 +173,10 @@ def _append_posting(pairs, p, w, pool, st):
 def _reserve_pool(pairs, n_pairs, pool, st, extra, drop_stale):
     """Room for ``extra`` more pool entries. Lists that moved leave dead space behind, and a
     pair with no occurrence left (count 0) holds only stale postings: when full, the pool is
-    compacted to the live lists at their length (with ``drop_stale``, without the count-0 ones),
-    sized 1.5x the need. It stays in place (through a buffer of the live entries: no second
-    pool alive) unless that size is above its length or under half of it."""
+    compacted to the live lists at their length (with ``drop_stale``, without the count-0 ones).
+    If 1.5x the need fits, that is done in place: the lists move down in the order of their
+    starts, so a list never overwrites one not yet moved, no second pool is alive, and the
+    pages past them go back to the system. Otherwise they move to a new pool 1.5x the need."""
     if st[POOL_USED] + extra <= len(pool):
         return pool
     live = 0
@@ -185,20 +187,45 @@ def _reserve_pool(pairs, n_pairs, pool, st, extra, drop_stale):
             pairs[p, LASTW] = -1  # its next posting must be appended even for the same word
         live += pairs[p, PLEN]
     size = live + live // 2 + extra
-    in_place = size <= len(pool) and 2 * size >= len(pool)
-    out = np.empty(live if in_place else size, dtype=np.int32)
-    used = 0
-    for p in range(n_pairs):
-        n = pairs[p, PLEN]
-        start = pairs[p, PSTART]
-        out[used:used + n] = pool[start:start + n]
-        pairs[p, PSTART] = used
-        pairs[p, PCAP] = n
-        used += n
-    st[POOL_USED] = used
-    if not in_place:
+    if size > len(pool):
+        out = np.empty(size, dtype=np.int32)
+        used = 0
+        for p in range(n_pairs):
+            n = pairs[p, PLEN]
+            start = pairs[p, PSTART]
+            out[used:used + n] = pool[start:start + n]
+            pairs[p, PSTART] = used
+            pairs[p, PCAP] = n
+            used += n
+        st[POOL_USED] = used
         return out
-    pool[:used] = out
+    # Each list's first entry moves to its row (PCAP is rewritten anyway) and its row number
+    # takes that place; a bit marks where a list starts: 1 bit a pool entry, no sort.
+    starts = np.zeros((st[POOL_USED] >> 6) + 1, dtype=np.uint64)
+    for p in range(n_pairs):
+        if pairs[p, PLEN] > 0:
+            start = pairs[p, PSTART]
+            pairs[p, PCAP] = pool[start]
+            pool[start] = p
+            starts[start >> 6] |= np.uint64(1) << np.uint64(start & 63)
+        else:
+            pairs[p, PCAP] = 0
+    used = 0
+    for j in range(len(starts)):
+        bits = starts[j]
+        while bits != 0:
+            start = (j << 6) + np.int64(trailing_zeros(bits))
+            bits &= bits - np.uint64(1)
+            p = pool[start]
+            n = pairs[p, PLEN]
+            pool[used] = pairs[p, PCAP]
+            for i in range(1, n):  # forward: the target never runs past the source
+                pool[used + i] = pool[start + i]
+            pairs[p, PSTART] = used
+            pairs[p, PCAP] = n
+            used += n
+    st[POOL_USED] = used
+    release_pages(pool, used)  # the pages past the live lists, as a smaller new pool would
     return pool
 
 
@@ -710,7 +737,7 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
             need = _pool_need(st, m, reused)
             if st[POOL_USED] + need > len(pool):
                 pool = _reserve_pool(pairs, st[N_PAIRS], pool, st, need, drop_stale)
-                progress[8] += 1  # a new pool, or the live lists' buffer of an in-place compaction
+                progress[8] += 1  # a new pool, or the order of the lists for an in-place compaction
             if st[N_TOUCHED] + m > len(touched):
                 grown_t = np.empty(2 * (st[N_TOUCHED] + m), dtype=np.int64)
                 grown_t[:st[N_TOUCHED]] = touched[:st[N_TOUCHED]]
