@@ -311,8 +311,6 @@ def test_heap_rebuilt_from_pair_table_pops_in_order(first_seen):
     assert popped == sorted(entries, key=lambda e: (-e[0], e[1]))
 
 
-
-
 @pytest.mark.parametrize("pool_room", [1.0, 3.0])
 @pytest.mark.parametrize("extra_room", [0.0, 4.0])
 @pytest.mark.parametrize("drop_stale", [False, True])
@@ -361,9 +359,11 @@ def test_postings_pool_compacted_keeps_every_live_list(pool_room, extra_room, dr
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise(MADV_DONTNEED) is Linux's")
 def test_released_pages_leave_the_head_and_go_back_to_the_system():
-    """What the in-place pool compaction relies on: the pages wholly past ``idx`` go back to
-    the system (RSS falls by about their size), everything before ``idx`` and the last,
-    partial page keep their values."""
+    """What the in-place pool compaction relies on: the pages wholly inside ``arr[idx:]`` go
+    back to the system (RSS falls by about their size); the elements before ``idx``, those on
+    the partial pages at both ends, and the memory past the array keep their values."""
+    import mmap
+
     from numba import njit
 
     from numtok._native.intrinsics import release_pages
@@ -376,15 +376,21 @@ def test_released_pages_leave_the_head_and_go_back_to_the_system():
         with open("/proc/self/status") as f:
             return int(f.read().split("RssAnon:")[1].split()[0]) / 1024
 
-    a = np.arange(12_000_003, dtype=np.int32)  # 48 MB, touched
-    release(a[:10], 3)  # compiled, and a page-less range is a no-op
+    n = 12_001_000
+    whole = np.arange(n, dtype=np.int32)  # 48 MB, touched
+    page = mmap.PAGESIZE
+    mid = (page // 2 - whole.ctypes.data) % page // 4  # an element in the middle of a page
+    i, m = 2_000_000 + mid, 12_000_000 + mid
+    a = whole[:m]
+    release(a[:10], 3)  # compiled, and a range without a whole page is a no-op
     before = anon_mb()
-    release(a, 2_000_001)
+    release(a, i)
     assert before - anon_mb() > 30
-    assert np.array_equal(a[:2_000_001], np.arange(2_000_001, dtype=np.int32))
-    assert a[-1] == 12_000_002
-    tail = a[2_000_001:]
-    assert np.all((tail == 0) | (tail == np.arange(2_000_001, 12_000_003, dtype=np.int32)))
+    kept = np.ones(n, dtype=bool)
+    kept[i:m] = False
+    assert np.array_equal(whole[kept], np.arange(n, dtype=np.int32)[kept])
+    assert whole[i] == i and whole[m - 1] == m - 1  # on the partial pages at both ends
+    assert np.all((whole[i:m] == 0) | (whole[i:m] == np.arange(i, m, dtype=np.int32)))
 
 
 # -- bad input ------------------------------------------------------------------------------------

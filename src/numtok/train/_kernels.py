@@ -737,7 +737,7 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
             need = _pool_need(st, m, reused)
             if st[POOL_USED] + need > len(pool):
                 pool = _reserve_pool(pairs, st[N_PAIRS], pool, st, need, drop_stale)
-                progress[8] += 1  # a new pool, or the order of the lists for an in-place compaction
+                progress[8] += 1  # a new pool, or the bitmap of list starts of an in-place compaction
             if st[N_TOUCHED] + m > len(touched):
                 grown_t = np.empty(2 * (st[N_TOUCHED] + m), dtype=np.int64)
                 grown_t[:st[N_TOUCHED]] = touched[:st[N_TOUCHED]]
