@@ -460,6 +460,41 @@ def test_invalid_utf8_never_fails(name, raw):
     assert len(got) == sum(((got[:, 0] >= s) & (got[:, 1] <= e)).sum() for s, e in docs.tolist())
 
 
+def regex_spans_of_bytes(raw: bytes, name: str) -> np.ndarray:
+    """The reference for bytes that may not be UTF-8: regex on Python's decoding of them with
+    each byte outside a valid character escaped to a lone surrogate (one "other" character,
+    one byte), as byte spans."""
+    text = raw.decode("utf-8", "surrogateescape")
+    widths = [1 if 0xDC80 <= ord(ch) <= 0xDCFF else len(ch.encode("utf-8")) for ch in text]
+    offsets = np.concatenate([[0], np.cumsum(widths, dtype=np.int64)])
+    spans = np.array([m.span() for m in regex.finditer(NAMED_PATTERNS[name], text)], dtype=np.int64)
+    return offsets[spans.reshape(-1, 2)]
+
+
+# Sequences Python's decoder refuses although their bytes have the shape of a character:
+# overlong forms (of a space, a letter, a digit), UTF-16 surrogates, code points past U+10FFFF;
+# and their valid neighbours at each boundary.
+ILL_FORMED = [b"\xe0\x80\xa0", b"\xe0\x81\x81", b"\xe0\x9f\xbf", b"\xed\xa0\x80", b"\xed\xbf\xbf",
+              b"\xf0\x80\x80\xa0", b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xc1\xa1", b"\xe0\x80", b"\xf0\x90\x80"]
+WELL_FORMED = ["\u0800", "\ud7ff", "\ue000",
+               "\U00010000", "\U0010ffff", "\u0939\u093f", "\ud55c", "\u4e2d", "\u00e9", "\u0416"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(st.one_of(st.binary(max_size=6), st.sampled_from(ILL_FORMED), st.sampled_from(WELL_FORMED),
+                                st.sampled_from(ASCII_PIECES), st.sampled_from(TRICKY_PIECES)), max_size=120))
+def test_bytes_split_as_python_decodes_them(name, parts):
+    """Any bytes split as regex splits Python's ``surrogateescape`` decoding of them: a
+    sequence UTF-8 does not allow is one "other" character a byte, even where its bytes look
+    like a character (an overlong space is no space), in short texts and in long ones (the
+    masks' path)."""
+    raw = b"".join(p if isinstance(p, bytes) else utf8_bytes(p) for p in parts)
+    data = np.frombuffer(raw, dtype=np.uint8)
+    got = split_bytes(data, np.array([[0, len(data)]], dtype=np.int64), name, num_threads=1)
+    np.testing.assert_array_equal(got.reshape(-1, 2), regex_spans_of_bytes(raw, name))
+
+
 def test_input_validation():
     data = np.frombuffer(b"hello", dtype=np.uint8)
     with pytest.raises(ValueError, match="1-D uint8"):

@@ -142,6 +142,19 @@ def _ascii_letters8(data, p, lower_only):
 # Characters
 
 
+# Blocks of 2,048 code points (cp >> 11) that no 3-byte sequence may encode: 0 (overlong) and
+# 0x1B (U+D800-DFFF, surrogates).
+_BAD_3BYTE_BLOCKS = np.uint32((1 << 0) | (1 << 0x1B))
+
+
+@_inline
+def _valid3(cp):
+    """Whether a 3-byte sequence's code point is one UTF-8 allows: not overlong (U+0800 up) and
+    not a surrogate. Otherwise its lead byte is no character, as for Python's decoder, and each
+    of its bytes is one "other" (an overlong space must not read as a space)."""
+    return (_BAD_3BYTE_BLOCKS >> np.uint32(cp >> 11)) & np.uint32(1) == 0
+
+
 @_kernel
 def _char_multi(data, p, end, flags):
     """(class, byte length) of the non-ASCII character starting at ``data[p]``."""
@@ -160,9 +173,10 @@ def _char_multi(data, p, end, flags):
             return _INVALID, 1
         b1 = np.int64(data[_u(p + 1)])
         b2 = np.int64(data[_u(p + 2)])
-        if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80:
+        cp = ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
+        if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80 or not _valid3(cp):
             return _INVALID, 1
-        return flags[((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)], 3
+        return flags[cp], 3
     if p + 3 >= end:
         return _INVALID, 1
     b1 = np.int64(data[_u(p + 1)])
@@ -171,7 +185,7 @@ def _char_multi(data, p, end, flags):
     if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80 or (b3 & 0xC0) != 0x80:
         return _INVALID, 1
     cp = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
-    if cp > 0x10FFFF:
+    if cp < 0x10000 or cp > 0x10FFFF:  # overlong, or past Unicode
         return _INVALID, 1
     return flags[cp], 4
 
@@ -184,8 +198,9 @@ def _char_nonascii(data, p, end, flags):
     if b0 >= 0xE0 and b0 < 0xF0 and p + 2 < end:
         b1 = np.int64(data[_u(p + 1)])
         b2 = np.int64(data[_u(p + 2)])
-        if (b1 & 0xC0) == 0x80 and (b2 & 0xC0) == 0x80:
-            return flags[((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)], 3
+        cp = ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
+        if ((b1 & 0xC0) == 0x80) & ((b2 & 0xC0) == 0x80) & _valid3(cp):  # one branch
+            return flags[cp], 3
     return _char_multi(data, p, end, flags)
 
 
