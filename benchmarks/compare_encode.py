@@ -266,36 +266,59 @@ class TokenDagger(Library):
 LIBRARIES = [Numtok, Tiktoken, HFTokenizers, Gigatoken, TokenDagger, Tokie, Kitoken]
 
 
-def worst_cases() -> dict[str, str]:
-    """The issue's linear-time cases: one 1 MB piece each (CJK: 333,333 random ideographs)."""
-    rng = np.random.default_rng(0)
-    cjk = "".join(map(chr, rng.integers(0x4E00, 0xA000, 333_333).tolist()))
-    return {"a*1e6": "a" * 1_000_000, "space*1e6": " " * 1_000_000, "cjk-1MB": cjk}
+WORST_CASES = ("a*1e6", "space*1e6", "cjk-1MB", "hangul-1MB", "thai-1MB")
 
 
-def cpu_ms(fn, repeat: int) -> float:
-    """Median CPU milliseconds of fn() (this process's CPU time: steadier than wall here)."""
+def worst_case(label: str, run: int, size: int = 1) -> str:
+    """The issue's linear-time cases: one piece of ``size`` MB each, unspaced text of random
+    3-byte letters for CJK (ideographs), Hangul (syllables) and Thai (U+0E01-U+0E30, all
+    letters, so one piece for every pattern). Each ``run`` is a text of its own (one
+    character shorter, or other random letters): gigatoken keeps the ids of long pieces it has
+    seen, so a text given twice times a lookup, not an encoding."""
+    n = size * 1_000_000 - run
+    if label == "a*1e6":
+        return "a" * n
+    if label == "space*1e6":
+        return " " * n
+    lo, hi = {"cjk-1MB": (0x4E00, 0xA000), "hangul-1MB": (0xAC00, 0xD7A4), "thai-1MB": (0x0E01, 0x0E31)}[label]
+    rng = np.random.default_rng([run, size])
+    return "".join(map(chr, rng.integers(lo, hi, n // 3).tolist()))
+
+
+def cpu_ms(make, fn, repeat: int) -> float:
+    """Median CPU milliseconds of fn(make(run)) (this process's CPU time: steadier than wall
+    here); each input is made off the clock."""
     times = []
-    for _ in range(repeat):
+    for run in range(repeat):
+        arg = make(run)
         t0 = time.process_time()
-        fn()
+        fn(arg)
         times.append(time.process_time() - t0)
     return 1000 * statistics.median(times)
 
 
 def print_worst_cases(libs, repeat: int) -> None:
-    for label, case in worst_cases().items():
+    """CPU ms of each worst case and of its doubled input, per library; ``exact`` when every
+    library that ran gave the same ids on the first input as the first one that ran."""
+    for label in WORST_CASES:
         row = []
+        first = worst_case(label, 0)
+        reference = None
+        exact = True
         for lib in libs:
             try:
-                once = cpu_ms(lambda: lib.encode(case), repeat)
-                twice = cpu_ms(lambda: lib.encode(case + case), repeat)
+                once = cpu_ms(lambda run: worst_case(label, run), lib.encode, repeat)
+                twice = cpu_ms(lambda run: worst_case(label, run, 2), lib.encode, repeat)
+                ids = lib.encode(first)
+                if reference is None:
+                    reference = ids
+                exact &= _same(ids, reference)
                 row.append(f"{lib.name} {once:6.0f} ms (2x input: {twice / once:4.2f}x)")
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:  # noqa: BLE001 - tiktoken's o200k panics (stack overflow) on spaces
                 row.append(f"{lib.name} error {type(exc).__name__}")
-        print(f"  worst {label:10s} " + "  ".join(row), flush=True)
+        print(f"  worst {label:10s} exact={exact!s:5s} " + "  ".join(row), flush=True)
 
 
 def print_short_calls(libs, lines: list[str], repeat: int) -> None:
