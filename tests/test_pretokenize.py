@@ -183,6 +183,8 @@ EDGE_CASES = [
     "。\n「中文」、\r\n ，x …— \u0301\u0301 \u093e/\n/ №§©1 ©\u0301a",
     # o200k: runs of characters that are both U and W (Lo, Lm, M), then what follows them
     "中文ʰa 中文ǅx 한국어\u0301ABC नमस्ते'S 中文ªb 中文٣ 中文\u3000中 ि'll 中文ΣΊ 中文σ",
+    # o200k: a capital before a small letter (A1 measured from there), and what may follow it
+    "«Привет» Жa Жж'S ЖжЖ Жǅ Жʰж ЖʰЖж Ж\u0301ж Ж\u0301Жж Жж\u0301 Ǆǆ ΣίΣ Ж",
     # ASCII pieces more than a window (64 bytes) after the last ASCII one, non-ASCII text near
     "한국어 텍스트는 세계에서 가장 많이 쓰입니다. 그리고 다른 문장, 숫자 123 또는 (괄호) 'x' 's 등등.\n"
     "中文文本很长很长很长很长很长很长很长很长很长很长，然后。Then English text follows, it's here.\r\n"

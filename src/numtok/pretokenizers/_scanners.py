@@ -527,10 +527,10 @@ def _nonascii_piece(data, i, end, flags, pattern):
     CJK, Hangul, Cyrillic and Devanagari text are such; they skip the masks and the per-piece
     dispatch. ``pattern``: 0 gpt2 (`` ?\\p{L}+``, a space the only prefix), 1 cl100k
     (``[^\\r\\n\\p{L}\\p{N}]?\\p{L}+``), 2 o200k (A1 from the letter run, with the prefix
-    as its P: a letter at ``i`` cannot be P; a small letter's W run and a run of characters
-    that are both U and W are measured here, others by ``_o200k_letters_from``; if A1 fails,
-    -1 and the general path; marks are letters there, so a run of "other" must not start with
-    or be followed by one)."""
+    as its P: a letter at ``i`` cannot be P; a small letter's W run, a capital's before a
+    small letter, and a run of characters that are both U and W are measured here, others by
+    ``_o200k_letters_from``; if A1 fails, -1 and the general path; marks are letters there, so
+    a run of "other" must not start with or be followed by one)."""
     j = i + np.int64((data[_u(i)] == 0x20) & (i + 1 < end))  # no branch: spaces are half of English pieces
     if data[_u(j)] < 0xC0:
         return -1
@@ -560,6 +560,13 @@ def _nonascii_piece(data, i, end, flags, pattern):
         # A small letter: A1 is its W run (U* matches nothing), then C.
         e = _class_run(data, _two_byte_run(data, j + k, end, flags, _W) if k == 2 else j + k, end, flags, _W)
         return e + _contraction_ci(data, e, end)
+    if c & _UW == _U and j + k < end:
+        # A capital (Lu, Lt) before a small letter (W, not U): U* is the capital alone, and A1
+        # goes on with the W run from there (a fifth of Russian words start so).
+        c1, k1 = _char_at(data, j + k, end, flags)
+        if c1 & _UW == _W:
+            e = _class_run(data, _two_byte_run(data, j + k, end, flags, _W) if k1 == 2 else j + k, end, flags, _W)
+            return e + _contraction_ci(data, e, end)
     if c & _UW == _UW:
         # A run of characters that are both U and W (Lo, Lm, M: CJK, Hangul, Devanagari) that
         # no other U or W follows is A1 whole (U* gives back its last character to W+).
