@@ -153,12 +153,20 @@ def _valid3(cp):
 
 
 @_inline
-def _char_multi(data, p, end, flags):
-    """(class, byte length) of the non-ASCII character starting at ``data[p]``. Inlined: as a
-    function of its own, with the checks of overlong and surrogate forms, LLVM left it a call
-    (one per 2-byte character of Cyrillic or Greek text: 0.85-0.9x the scan)."""
+def _char_nonascii(data, p, end, flags):
+    """(class, byte length) of the non-ASCII character starting at ``data[p]``. A 3-byte one
+    (CJK, Hangul, Devanagari) is tested first, its checks in one branch. Inlined: as a function
+    of its own, with the checks of overlong and surrogate forms, LLVM left it a call (one per
+    2-byte character of Cyrillic or Greek text: 0.85-0.9x the scan)."""
     b0 = np.int64(data[_u(p)])
-    if b0 < 0xC2 or b0 > 0xF4:
+    if b0 >= 0xE0 and b0 < 0xF0 and p + 2 < end:
+        b1 = np.int64(data[_u(p + 1)])
+        b2 = np.int64(data[_u(p + 2)])
+        cp = ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
+        if ((b1 & 0xC0) == 0x80) & ((b2 & 0xC0) == 0x80) & _valid3(cp):  # one branch
+            return flags[cp], 3
+        return _INVALID, 1
+    if b0 < 0xC2 or b0 >= 0xF5 or (b0 >= 0xE0 and b0 < 0xF0):  # no lead byte, or cut off
         return _INVALID, 1
     if b0 < 0xE0:
         if p + 1 >= end:
@@ -167,15 +175,6 @@ def _char_multi(data, p, end, flags):
         if (b1 & 0xC0) != 0x80:
             return _INVALID, 1
         return flags[((b0 & 0x1F) << 6) | (b1 & 0x3F)], 2
-    if b0 < 0xF0:
-        if p + 2 >= end:
-            return _INVALID, 1
-        b1 = np.int64(data[_u(p + 1)])
-        b2 = np.int64(data[_u(p + 2)])
-        cp = ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
-        if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80 or not _valid3(cp):
-            return _INVALID, 1
-        return flags[cp], 3
     if p + 3 >= end:
         return _INVALID, 1
     b1 = np.int64(data[_u(p + 1)])
@@ -187,20 +186,6 @@ def _char_multi(data, p, end, flags):
     if cp < 0x10000 or cp > 0x10FFFF:  # overlong, or past Unicode
         return _INVALID, 1
     return flags[cp], 4
-
-
-@_inline
-def _char_nonascii(data, p, end, flags):
-    """``_char_multi`` with a 3-byte character (CJK, Hangul, Devanagari, ...) decoded inline:
-    a run of them no longer makes a call per character."""
-    b0 = np.int64(data[_u(p)])
-    if b0 >= 0xE0 and b0 < 0xF0 and p + 2 < end:
-        b1 = np.int64(data[_u(p + 1)])
-        b2 = np.int64(data[_u(p + 2)])
-        cp = ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
-        if ((b1 & 0xC0) == 0x80) & ((b2 & 0xC0) == 0x80) & _valid3(cp):  # one branch
-            return flags[cp], 3
-    return _char_multi(data, p, end, flags)
 
 
 @_inline
@@ -237,7 +222,7 @@ def _contraction_ci(data, p, end):
 # here only because the kernels run without reference counting (``_kernel``): with it, every
 # inlined call increfs and decrefs its array arguments. In every kernel ``i`` is the start of
 # the current piece and ``e`` its end; ASCII bytes take the class table directly, others go
-# through ``_char_multi``.
+# through ``_char_nonascii``.
 
 
 @_inline
