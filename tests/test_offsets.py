@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 
 import naive_encode
 import numpy as np
@@ -24,7 +25,9 @@ GPT2_JSON = DATA.parents[2] / "shared" / "ref" / "gpt2_tokenizer.json"
 # multi-byte characters split across tokens, flags, combining marks, scripts without spaces.
 TEXT = st.lists(
     st.one_of(
-        st.text(max_size=6),
+        # not code points unassigned in Python's Unicode database (14.0): HF's regex tables are
+        # as old, numtok's are 17.0 (U+323B0 is a letter only to numtok, see README)
+        st.text(st.characters(codec=None).filter(lambda c: unicodedata.category(c) != "Cn"), max_size=6),
         st.sampled_from(["👋", "🇫🇷", "e\u0301", "世界", "한국어", "नमस्ते", "Привет", " ", "  ", "\n", "'s", "123"]),
     ),
     max_size=12,
