@@ -185,6 +185,9 @@ EDGE_CASES = [
     "中文ʰa 中文ǅx 한국어\u0301ABC नमस्ते'S 中文ªb 中文٣ 中文\u3000中 ि'll 中文ΣΊ 中文σ",
     # o200k: a capital before a small letter (A1 measured from there), and what may follow it
     "«Привет» Жa Жж'S ЖжЖ Жǅ Жʰж ЖʰЖж Ж\u0301ж Ж\u0301Жж Жж\u0301 Ǆǆ ΣίΣ Ж",
+    # cl100k: Indic text by the state table (letters, signs, single spaces), and where it leaves
+    "क्षत्रिय  नमस्ते।\nदुनिया\u0903 \u093e\u093fक ख1 क१२ कa ख. ग, \u0964\u0964\r\nघ \u094d\u094d  ङ\tच"
+    " 中文，क 한국 ก\u0e31\u0e48ก ༀ\u0f71 \u0900\u08ff\u0fff\u1000 क\u3000ख कé \u094d\u0301क क",
     # ASCII pieces more than a window (64 bytes) after the last ASCII one, non-ASCII text near
     "한국어 텍스트는 세계에서 가장 많이 쓰입니다. 그리고 다른 문장, 숫자 123 또는 (괄호) 'x' 's 등등.\n"
     "中文文本很长很长很长很长很长很长很长很长很长很长，然后。Then English text follows, it's here.\r\n"
@@ -233,6 +236,14 @@ TRICKY_PIECES = [
     "/", "!", ".", "(", "-", "$", "。", "」", "\u093e", "😀", "👍🏽", "\u200d", "\ufffd", "\ud800",
 ]
 tricky_text = st.lists(st.sampled_from(TRICKY_PIECES), max_size=40).map("".join)
+# Indic letters and signs among spaces and what ends cl100k's table run (Devanagari, Tamil,
+# Thai, Tibetan; digits, danda, CJK, a 2-byte mark, newlines)
+INDIC_PIECES = [
+    "क", "न", "स", "\u093e", "\u093f", "\u094d", "\u0901", "\u0903", "\u0964", "\u0966", "क्ष", "ि",
+    "த", "\u0bcd", "ก", "\u0e31", "ༀ", "\u0f71", "\u0900", "\u0fff", " ", " ", " ", "  ",
+    "\n", "\r\n", "a", ".", "1", "中", "，", "é", "\u0301", "\u3000", "'s",
+]
+indic_text = st.lists(st.sampled_from(INDIC_PIECES), max_size=80).map("".join)
 mixed_text = st.lists(st.one_of(st.sampled_from(TRICKY_PIECES), any_char), max_size=40).map("".join)
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -256,6 +267,13 @@ def test_tricky_pieces_match_regex(name, text):
 @SETTINGS
 @given(text=mixed_text)
 def test_mixed_pieces_match_regex(name, text):
+    assert_same_split(text, name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@SETTINGS
+@given(text=indic_text)
+def test_indic_text_matches_regex(name, text):
     assert_same_split(text, name)
 
 

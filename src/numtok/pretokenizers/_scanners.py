@@ -40,7 +40,8 @@ slid 32 bytes at a time (``_slide_window``), and cuts pieces three ways, fastest
 one test: a piece that starts with a non-ASCII character (``_nonascii_piece``: a non-ASCII
 first letter after a space or not, a letter run after one non-ASCII mark or punctuation, a
 run of marks and punctuation: most pieces of CJK, Hangul, Cyrillic and Devanagari text) is
-measured straight away, without the masks (1.1-1.75x on those scripts, 0.97-1.0x on English);
+measured straight away, without the masks (1.1-1.75x on those scripts, 0.97-1.0x on English;
+cl100k's Indic pieces by a state table, ``_cl100k_wide_run``);
 and (cl100k, o200k) an ASCII piece more than a window past the last one, with non-ASCII text
 within 8 bytes (a full stop between Hangul words), takes way 3 without loading a new window:
 
@@ -514,10 +515,13 @@ def _nonascii_piece(data, i, end, flags, pattern):
     as its P: a letter at ``i`` cannot be P; a small letter's W run, a capital's before a
     small letter, and a run of characters that are both U and W are measured here, others by
     ``_o200k_letters_from``; if A1 fails, -1 and the general path; marks are letters there, so
-    a run of "other" must not start with or be followed by one)."""
+    a run of "other" must not start with or be followed by one). cl100k: -2 for a piece whose
+    first character is in U+0900-0FFF, for ``_cl100k_wide_run``."""
     j = i + np.int64((data[_u(i)] == 0x20) & (i + 1 < end))  # no branch: spaces are half of English pieces
     if data[_u(j)] < 0xC0:
         return -1
+    if pattern == 1 and data[_u(j)] == 0xE0 and j + 1 < end and data[_u(j + 1)] >= 0xA4:
+        return -2
     c, k = _char_nonascii(data, j, end, flags)
     if c & _L == 0:
         if j == i and pattern != 0 and c & _LNCRLF == 0 and j + k < end:
@@ -570,6 +574,84 @@ def _nonascii_piece(data, i, end, flags, pattern):
     if e >= 0:
         e += _contraction_ci(data, e, end)
     return e
+
+
+# cl100k over 3-byte characters (Devanagari and the other Indic scripts, with CJK and Hangul
+# where they come among them) and single spaces: what ends a piece there depends only on the
+# state below and the next character's kind (L, O), so a table says both, and a piece costs no
+# branch to mispredict (the general path's per-piece decisions did: a Devanagari word is
+# pieces of 1-3 letters cut at its vowel signs). States: 0 first character, 1 in an L run,
+# 2 after a piece's first O (the prefix of a following L run), 3 in an O run. A space and the
+# character after it are one step (a piece starts with the space). Each table is one uint64,
+# a byte per state: the next state's byte offset (8 * state, so the next step shifts by it at
+# once), | 1 if a piece ends before this step, | 2 to leave (a character of another kind).
+# Tables by the character's class byte (L, O or neither), and the same after a space.
+
+
+def _wide_table(rows):
+    return sum((8 * nxt + cut) << (8 * st) for st, (nxt, cut) in enumerate(rows))
+
+
+def _wide_tables():
+    leave = _wide_table([(0, 2)] * 4)
+    after_l = _wide_table([(1, 0), (1, 0), (1, 0), (1, 1)])  # the run goes on after a first O
+    after_o = _wide_table([(2, 0), (2, 1), (3, 0), (3, 0)])  # O then O: an O run
+    space_l = _wide_table([(1, 0), (1, 1), (1, 1), (1, 1)])  # " " + L run
+    space_o = _wide_table([(3, 0), (3, 1), (3, 1), (3, 1)])  # " " + O run
+    steps = np.full(512, leave, dtype=np.uint64)
+    for c in range(256):
+        if c & BIT_L:
+            steps[c], steps[256 + c] = after_l, space_l
+        elif c & BIT_O:
+            steps[c], steps[256 + c] = after_o, space_o
+    return steps
+
+
+_WIDE_STEPS = _wide_tables()
+
+
+@_kernel
+def _cl100k_wide_run(data, i, end, flags, flat, n, cap):
+    """Write the cl100k pieces from ``i`` (a 3-byte character, or a space before one) while the
+    text is 3-byte letters and "other" (marks, punctuation) and single spaces; return (n, start
+    of the next piece). Each step writes the current piece's end and the next one's start, and
+    counts them only when the piece ends (room for it: ``lim``). Where another character comes,
+    the current piece is ended here if that character cannot continue it, else left to the
+    general path."""
+    flat[_u(2 * n)] = i
+    sh = np.uint64(0)
+    p = i
+    lim = min(end - 8, i + 3 * (cap - n - 2))
+    while p <= lim:
+        w = _load_u64(data, p)
+        sp = (w & np.uint64(0xFF)) == np.uint64(0x20)
+        w >>= np.uint64(8) * np.uint64(sp)
+        cp = ((w & np.uint64(0x0F)) << np.uint64(12)) | ((w >> _M2) & np.uint64(0xFC0)) | ((w >> np.uint64(16)) & np.uint64(0x3F))
+        top = cp & np.uint64(0xF800)
+        ok = ((w & np.uint64(0xC0C0F0)) == np.uint64(0x8080E0)) & (top != _M0) & (top != np.uint64(0xD800))
+        row = np.uint64(flags[cp]) | (np.uint64(sp) << np.uint64(8))
+        step = (_WIDE_STEPS[row if ok else np.uint64(0)] >> sh) & np.uint64(0xFF)  # class 0: leave
+        if step & _M2:
+            break
+        flat[_u(2 * n + 1)] = p
+        flat[_u(2 * n + 2)] = p
+        n += np.int64(step & _M1)
+        sh = step & np.uint64(0xF8)
+        p += 3 + np.int64(sp)
+    state = sh >> _M3
+    if state >= 1 and n < cap:
+        stop = True
+        if p < end:
+            c, _ = _char_at(data, p, end, flags)
+            # an L run goes on with a letter, an O run with an O, a first O with either
+            stop = c & _L == 0 if state == 1 else c & _O == 0 and (state == 3 or c & _L == 0)
+        if stop:
+            if state != 1:
+                while p < end and (data[_u(p)] == 0x0A or data[_u(p)] == 0x0D):
+                    p += 1  # [\r\n]*
+            flat[_u(2 * n + 1)] = p
+            return n + 1, p
+    return n, flat[_u(2 * n)]
 
 
 @_kernel
@@ -718,6 +800,14 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
                 return n, d, i
             e = _nonascii_piece(data, i, end, flags, 1)
             if e >= 0:
+                n = _put_piece(flat, n, i, e)
+                i = e
+                continue
+            if e == -2:  # an Indic letter or sign (U+0900-0FFF) first: the table's run
+                n, i = _cl100k_wide_run(data, i, end, flags, flat, n, cap)
+                if n == cap or i == end:
+                    continue
+                e = _cl100k_piece(data, i, end, flags)
                 n = _put_piece(flat, n, i, e)
                 i = e
                 continue
