@@ -627,8 +627,7 @@ def _cl100k_wide_run(data, i, end, flags, flat, n, cap):
         sp = (w & np.uint64(0xFF)) == np.uint64(0x20)
         w >>= np.uint64(8) * np.uint64(sp)
         cp = ((w & np.uint64(0x0F)) << np.uint64(12)) | ((w >> _M2) & np.uint64(0xFC0)) | ((w >> np.uint64(16)) & np.uint64(0x3F))
-        top = cp & np.uint64(0xF800)
-        ok = ((w & np.uint64(0xC0C0F0)) == np.uint64(0x8080E0)) & (top != _M0) & (top != np.uint64(0xD800))
+        ok = ((w & np.uint64(0xC0C0F0)) == np.uint64(0x8080E0)) & _valid3(np.int64(cp))
         row = np.uint64(flags[cp]) | (np.uint64(sp) << np.uint64(8))
         step = (_WIDE_STEPS[row if ok else np.uint64(0)] >> sh) & np.uint64(0xFF)  # class 0: leave
         if step & _M2:
