@@ -10,9 +10,10 @@ import textwrap
 import numpy as np
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_encode import CORE, reference, sample_text
+from unicode_reference import differing_code_points
 
 import numtok
 from numtok.pretokenizers.patterns import NAMED_PATTERNS
@@ -201,6 +202,9 @@ BYTES = st.lists(st.binary(max_size=30) | st.text(max_size=10).map(str.encode), 
 @SETTINGS
 @given(items=st.lists(BYTES.map(b"".join), max_size=6))
 def test_invalid_utf8_is_encoded_byte_for_byte(name, items):
+    # the reference splits with regex: none of the code points its Unicode tables class unlike numtok's
+    differing = differing_code_points()
+    assume(not any(ord(ch) in differing for raw in items for ch in raw.decode("utf-8", "surrogateescape")))
     enc = numtok.load(name)
     batch = enc.encode_ordinary_batch(string_array_of_bytes(items), num_threads=2)
     assert as_lists(batch) == [reference_bytes_ids(name, raw) for raw in items]
