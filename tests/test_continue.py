@@ -12,6 +12,7 @@ from conftest import DATA
 from hypothesis import given
 from hypothesis import strategies as st
 from naive_bpe import apply_merge, continue_naive, encode_continued_naive, pretokenize_naive
+from unicode_reference import differing_code_points
 
 import numtok
 from numtok.pretokenizers.patterns import NAMED_PATTERNS, resolve_pattern
@@ -194,7 +195,11 @@ def test_bundled_base_encodes_as_ranks_then_new_merges(sample_lines, multilingua
     assert pickle.loads(pickle.dumps(tok)).encode_ordinary(text).tolist() == expected
 
 
-@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60))
+# The reference splits with the installed regex, whose Unicode tables may be newer than numtok's.
+AGREED = st.characters(codec="utf-8", exclude_categories=("Cs",)).filter(lambda c: ord(c) not in differing_code_points())
+
+
+@given(st.text(alphabet=AGREED, max_size=60))
 def test_bundled_base_encodes_generated_text_as_reference(text):
     tok, enc, new = _r50k_continued()
     base_vocab = {t: i for t, i in enc.vocab.items() if t != b"<|endoftext|>"}

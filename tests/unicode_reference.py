@@ -1,5 +1,5 @@
 """Where numtok's character classes and the installed ``regex`` module's disagree, for tests
-that compare the scanners with ``regex`` (test_pretokenize, test_fuzz).
+that compare with a ``regex`` split (test_pretokenize, test_fuzz, test_arrow, test_continue).
 
 The shipped table is Unicode 17.0.0 (unicodedata2 17.0.1), the version of regex 2026.5.9's own
 tables: with that regex the scanners classify every code point as regex does. A newer regex
