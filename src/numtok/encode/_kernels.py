@@ -31,9 +31,9 @@ Why it is shaped this way (cl100k_base on mixed English text, one thread):
   largest single cost of a first pass over new text. In CJK text most adjacent letter pairs
   are no pair at all, which the pair filter answers from a 256-512 KiB table.
 * Lookups are prefetched ``_PREFETCH_DISTANCE`` pieces ahead (-25 % time): with megabyte
-  tables and random pieces the loop is otherwise bound by memory latency (12 is best on 2 MiB
-  pages for pieces of 8+ bytes on average; shorter ones, English, go through 12 pieces before
-  a line comes from memory: 28 for them, 1.06-1.07x ``encode_ordinary`` on English).
+  tables and random pieces the loop is otherwise bound by memory latency. 20 on 2 MiB pages:
+  12 English pieces (4-5 bytes, ~15 ns each) pass before a line comes from memory, and 28+
+  was slower on CJK, whose pieces are longer.
 * Merging uses tiktoken's O(n*m) scan for short pieces and a binary heap over a linked list
   of symbols from ``heap_min`` symbols on, so one enormous piece ("a" * 10**6, a megabyte of
   CJK) costs O(n log n). Ties go to the leftmost pair in both: the scan packs
@@ -127,12 +127,8 @@ ARENA_MARK = 255
 ARENA_MAX_SHIFT = 3
 
 # How many pieces ahead encode_spans prefetches table lines.
-_PREFETCH_DISTANCE = 12
-# Where the pieces are short (under _NEAR_BYTES on average: English, 4-5 bytes, ~15 ns each),
-# 12 of them take less time than a line from memory: 28 there.
-_PREFETCH_DISTANCE_SHORT = 28
-_NEAR_BYTES = 8
-_HASH_RING = 32  # > either distance, a power of two
+_PREFETCH_DISTANCE = 20
+_HASH_RING = 32  # > _PREFETCH_DISTANCE, a power of two
 _HASH_MASK = _HASH_RING - 1
 _HASH_MASK_U = np.uint64(_HASH_MASK)
 
@@ -943,10 +939,7 @@ def _encode_loop(
     lead_mask = 0xFF if many else 0
     n_marked = 0
     j_first = j
-    dist = _PREFETCH_DISTANCE
-    if n_spans > j and bounds[2 * n_spans - 1] - bounds[2 * j] < _NEAR_BYTES * (n_spans - j):
-        dist = _PREFETCH_DISTANCE_SHORT
-    for a in range(j, min(j + dist, n_spans)):  # pieces the loop will not prefetch
+    for a in range(j, min(j + _PREFETCH_DISTANCE, n_spans)):  # pieces the loop will not prefetch
         La = bounds[2 * a + 1] - bounds[2 * a]
         if La > 8 and La <= hash_max:
             _, hashes[a & _HASH_MASK] = _hash_bytes(data, bounds[2 * a], La)
@@ -967,7 +960,7 @@ def _encode_loop(
         while j < j_stop:
             # Prefetch the table lines of a piece a few ahead: lookups are then no longer bound
             # by memory latency (the tables are megabytes, the pieces random).
-            ahead = j + dist
+            ahead = j + _PREFETCH_DISTANCE
             if ahead < n_spans:
                 s2 = bounds[_u(2 * ahead)]
                 L2 = bounds[_u(2 * ahead + 1)] - s2
