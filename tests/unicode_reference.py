@@ -46,3 +46,8 @@ def regex_differences() -> dict[str, tuple[tuple[int, int], ...]]:
 def differing_code_points() -> frozenset:
     """Every code point in :func:`regex_differences`."""
     return frozenset(cp for ranges in regex_differences().values() for a, b in ranges for cp in range(a, b + 1))
+
+
+def agreed(chars):
+    """The hypothesis strategy ``chars`` without the code points of :func:`differing_code_points`."""
+    return chars.filter(lambda c: ord(c) not in differing_code_points())
