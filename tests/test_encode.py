@@ -1337,3 +1337,44 @@ def test_piece_cache_grows_when_its_pieces_crowd_it():
     enc._piece_caches.clear()
     assert enc._piece_caches.bits == piece_cache.MIN_CACHE_BITS and not enc._piece_caches.free
     enc._piece_caches = PieceCaches()
+
+
+def test_pieces_per_set_inverts_the_share_of_sets_holding_two():
+    """``pieces_per_set`` against pieces thrown into sets at random: the share of sets that
+    got two or more gives back the pieces per set thrown."""
+    from numtok.encode.piece_cache import pieces_per_set
+
+    rng = np.random.default_rng(5)
+    sets = 1 << 16
+    for per_set in (0.1, 0.4, 0.8, 1.5, 3.0):
+        counts = np.bincount(rng.integers(0, sets, int(per_set * sets)), minlength=sets)
+        share = np.count_nonzero(counts >= 2) / sets
+        assert pieces_per_set(share) == pytest.approx(per_set, rel=0.05)
+    assert pieces_per_set(0.0) == 0.0 and pieces_per_set(1.0) == float("inf")
+
+
+def test_piece_cache_crowded_by_short_pieces_grows_to_fit_them_at_the_next_call():
+    """A call with more distinct short pieces than the smallest cache holds leaves it crowded;
+    the next call's cache is grown at once to hold them at ``TARGET_LOAD`` a set (more than one
+    doubling), keeps their ids exact, and later calls keep that size."""
+    from numtok.encode import piece_cache
+
+    enc = numtok.load("cl100k_base")
+    ref = reference("cl100k_base")
+    enc._piece_caches = PieceCaches()
+    rng = random.Random(3)
+    letters = "bcdfghjklmnpqrstvwxz"  # consonant runs: mostly pieces of 2-4 ids, not tokens
+    words = ["".join(rng.choice(letters) for _ in range(rng.randrange(4, 8))) for _ in range(40_000)]
+    text = " ".join(rng.choice(words) for _ in range(150_000))
+    assert piece_cache.CHECK_BYTES < len(text) < 1 << (piece_cache.MIN_CACHE_BITS + 8)  # the byte rule keeps 2^14
+    assert ids(enc.encode_ordinary(text)) == ids(ref.encode_ordinary(text))
+    (first,) = enc._piece_caches.free
+    assert piece_cache.cache_bits(first) == piece_cache.MIN_CACHE_BITS and piece_cache.growth(first) >= 2
+    assert ids(enc.encode_ordinary(text)) == ids(ref.encode_ordinary(text))
+    (grown,) = enc._piece_caches.free
+    bits = piece_cache.cache_bits(grown)
+    assert bits >= piece_cache.MIN_CACHE_BITS + 2 and enc._piece_caches.bits == bits
+    assert not piece_cache.crowded(grown)
+    assert ids(enc.encode_ordinary(text)) == ids(ref.encode_ordinary(text))
+    assert [piece_cache.cache_bits(c) for c in enc._piece_caches.free] == [bits]
+    enc._piece_caches = PieceCaches()

@@ -6,13 +6,15 @@ threads, and are never shared by two calls at once.
 
 A cache grows with what it holds as well as with how much text went by (a set per 256 bytes
 of it): every ``CHECK_BYTES`` of text encoded into it, a sample of its sets says whether the
-pieces it was asked to keep crowd it (see ``crowded``), and a crowded cache is replaced by one
-twice as big holding the same entries. English text fills the short-piece sets; CJK and Japanese text, with a new
+pieces it was asked to keep crowd it (see ``growth``), and a crowded cache is replaced by a
+bigger one holding the same entries. English text fills the short-piece sets; CJK and Japanese text, with a new
 16-64-byte piece every 50-120 bytes, the long-piece region and the arena, long before the
 short sets.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -38,6 +40,13 @@ CHECK_BYTES = 1 << 18
 # near its end, which cost 12 % of it. Between calls the short sets count as well: a cache left
 # at 2^16 sets for repeated 10 MB English calls ran them 0.78x as fast as one grown to 2^19.
 CROWDED = 0.2
+# Between calls the short sets are judged at a lower share, and a crowded cache grows at once
+# to where its short pieces would average TARGET_LOAD a set (estimated from the share, see
+# ``growth``): 3.6 MB of English fills 2^14 sets to 1.4 pieces a set, and repeated passes ran
+# at 56-110 MB/s (o200k) while it grew a step a call (2^15 sets: 0.7 a set, under CROWDED)
+# against 115-120 at full size.
+SHORT_CROWDED = 0.05
+TARGET_LOAD = 0.25
 SAMPLED_SETS = 1024
 NO_CACHE = _k.new_piece_cache(0)  # for calls that must not learn (building the tables)
 _BITS_OF_SIZE = {_k.piece_cache_size(b): b for b in range(MIN_CACHE_BITS, CACHE_BITS + 1)}
@@ -48,11 +57,66 @@ def cache_bits(cache: np.ndarray) -> int:
     return _BITS_OF_SIZE[len(cache)]
 
 
+def pieces_per_set(share: float) -> float:
+    """The mean number of pieces per set at which ``share`` of the sets hold two or more, for
+    pieces landing at random: x with 1 - e^-x (1 + x) = share (infinite at 1).
+
+    >>> round(pieces_per_set(0.2), 2), round(pieces_per_set(0.9), 2)
+    (0.82, 3.89)
+    """
+    if share >= 1.0:
+        return math.inf
+    lo, hi = 0.0, 64.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        if 1.0 - math.exp(-mid) * (1.0 + mid) < share:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def growth(cache: np.ndarray, short: bool = True) -> int:
+    """By how many bits a cache should grow, 0 if it is not crowded: a sample of its short-piece
+    sets (if ``short``) whose second way is taken (way 0 keeps a set's first piece, way 1 the
+    latest other one) past ``SHORT_CROWDED`` says how many pieces it holds, and it grows to hold
+    them at ``TARGET_LOAD`` a set; past ``CROWDED`` of its sampled long-piece sets, or past
+    half its arena, it grows by ``GROW_BITS``. Never past ``CACHE_BITS``.
+
+    >>> cache = _k.new_piece_cache(MIN_CACHE_BITS)
+    >>> growth(cache)
+    0
+    >>> cache[5 : 8 << MIN_CACHE_BITS : 8 * 64] = 1  # way 1 of every 64th short set: a quarter sampled
+    >>> growth(cache), growth(cache, short=False)
+    (2, 0)
+    """
+    bits = cache_bits(cache)
+    sets = 1 << bits
+    grow = 0
+    if short:
+        step = max(1, sets // SAMPLED_SETS)
+        way1 = cache[5 : 8 * sets : 8 * step]  # bytes 8-14 | length << 56 of way 1: 0 = empty
+        share = np.count_nonzero(way1) / len(way1)
+        if share > SHORT_CROWDED:
+            grow = max(1, math.ceil(math.log2(min(pieces_per_set(share), 2.0**CACHE_BITS) / TARGET_LOAD)))
+    long_base = 8 << bits
+    long_sets = sets >> 2  # 32 words each, two entries of 16
+    step = max(1, long_sets // SAMPLED_SETS)
+    way1 = cache[long_base + 24 : long_base + 32 * long_sets : 32 * step]  # n_ids << 8 | length of way 1
+    head = long_base + (8 << bits) + (2 << bits)
+    used, entries = int(cache[head]), int(cache[head + 1])
+    if (
+        np.count_nonzero(way1) > CROWDED * len(way1)
+        or 2 * used > (1 << (bits + _k.ARENA_DATA_SHIFT))
+        or 8 * entries > 3 * (2 << bits)
+    ):
+        grow = max(grow, GROW_BITS)
+    return min(grow, CACHE_BITS - bits)
+
+
 def crowded(cache: np.ndarray, short: bool = True) -> bool:
-    """Whether a cache holds enough pieces that a bigger one would answer more of them: in a
-    sample of its long-piece sets (and of its short-piece sets if ``short``), the share whose
-    second way is taken (way 0 keeps a set's first piece, way 1 the latest other one), and its
-    arena's fill.
+    """Whether a cache holds enough pieces that a bigger one would answer more of them (see
+    ``growth``).
 
     >>> cache = _k.new_piece_cache(MIN_CACHE_BITS)
     >>> crowded(cache)
@@ -61,22 +125,7 @@ def crowded(cache: np.ndarray, short: bool = True) -> bool:
     >>> crowded(cache), crowded(cache, short=False)
     (True, False)
     """
-    bits = cache_bits(cache)
-    sets = 1 << bits
-    if short:
-        step = max(1, sets // SAMPLED_SETS)
-        way1 = cache[5 : 8 * sets : 8 * step]  # bytes 8-14 | length << 56 of way 1: 0 = empty
-        if np.count_nonzero(way1) > CROWDED * len(way1):
-            return True
-    long_base = 8 << bits
-    long_sets = sets >> 2  # 32 words each, two entries of 16
-    step = max(1, long_sets // SAMPLED_SETS)
-    way1 = cache[long_base + 24 : long_base + 32 * long_sets : 32 * step]  # n_ids << 8 | length of way 1
-    if np.count_nonzero(way1) > CROWDED * len(way1):
-        return True
-    head = long_base + (8 << bits) + (2 << bits)
-    used, entries = int(cache[head]), int(cache[head + 1])
-    return 2 * used > (1 << (bits + _k.ARENA_DATA_SHIFT)) or 8 * entries > 3 * (2 << bits)
+    return growth(cache, short) > 0
 
 
 class PieceCaches:
@@ -115,28 +164,33 @@ class PieceCaches:
             return _k.new_piece_cache(self.bits)
         if not self.grow:
             return cache
-        if len(cache) < self._len:
-            return self._grown(cache, self.bits)
-        return self.check(cache, nbytes, between_calls=True)
+        bits = max(self.bits, self._checked_bits(cache, nbytes, between_calls=True))
+        return self._grown(cache, bits) if bits > cache_bits(cache) else cache
 
     def _sized(self) -> None:
         """Note the length of a cache of ``bits`` and the bytes seen that would raise it."""
         self._len = _k.piece_cache_size(self.bits)
         self._floor_until = 1 << (self.bits + 8) if self.bits < CACHE_BITS else 1 << 62
 
-    def check(self, cache: np.ndarray, nbytes: int, between_calls: bool = False) -> np.ndarray:
+    def check(self, cache: np.ndarray, nbytes: int) -> np.ndarray:
         """``cache`` after ``nbytes`` more of text went into it (a long call reports each
         block): every ``CHECK_BYTES``, a crowded cache is replaced by a bigger one holding its
         entries (within a call, crowded long-piece sets or arena only). Use the cache this
         returns."""
-        self._unchecked += nbytes
-        if self._unchecked < CHECK_BYTES or not self.grow:
+        if not self.grow:
             return cache
-        self._unchecked = 0
+        bits = self._checked_bits(cache, nbytes, between_calls=False)
+        return self._grown(cache, bits) if bits > cache_bits(cache) else cache
+
+    def _checked_bits(self, cache: np.ndarray, nbytes: int, between_calls: bool) -> int:
+        """The size ``cache`` should have after ``nbytes`` more went into it: bigger only if
+        ``CHECK_BYTES`` went in since the last look and it is crowded."""
         bits = cache_bits(cache)
-        if bits >= CACHE_BITS or not crowded(cache, short=between_calls):
-            return cache
-        return self._grown(cache, min(CACHE_BITS, bits + GROW_BITS))
+        self._unchecked += nbytes
+        if self._unchecked < CHECK_BYTES or bits >= CACHE_BITS:
+            return bits
+        self._unchecked = 0
+        return bits + growth(cache, short=between_calls)
 
     def _grown(self, cache: np.ndarray, bits: int) -> np.ndarray:
         bigger = _k.new_piece_cache(bits)
