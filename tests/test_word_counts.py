@@ -19,7 +19,8 @@ import numtok
 from numtok.io.file_ranges import byte_ranges, iter_range_chunks
 from numtok.io.sources import iter_chunks
 from numtok.pretokenizers.patterns import NAMED_PATTERNS
-from numtok.train.word_counts import WordCounts, _gather_words
+from numtok.train.word_counts import WordCounts
+from numtok.train.words import gather_words
 
 
 def table(counts: dict[bytes, int], **kw) -> WordCounts:
@@ -72,7 +73,7 @@ def test_gather_kernel_matches_naive():
     counts = rng.integers(1, 2**62, 300)
     store = np.frombuffer(b"".join(words), dtype=np.uint8)
     for order in (np.arange(300), rng.permutation(300), rng.permutation(300)[:50], np.zeros(0, dtype=np.int64)):
-        packed, offsets, gathered = _gather_words(store, bounds, counts, order)
+        packed, offsets, gathered = gather_words(store, bounds, counts, order)
         expected_packed, expected_offsets, expected_counts = gather_naive(words, counts.tolist(), order)
         assert packed.tobytes() == expected_packed
         assert offsets.tolist() == expected_offsets

@@ -27,36 +27,13 @@ from typing import Iterator
 
 import numpy as np
 
-from .._native.jit import cached_njit
 from ..io.atomic import atomic_write
 from ..pretokenizers.patterns import resolve_pattern
-from .words import WordCounter
+from .words import WordCounter, gather_words
 
 __all__ = ["WordCounts", "count_words"]
 
 FORMAT = "numtok.WordCounts/1"
-
-
-@cached_njit(nogil=True)
-def _gather_words(store, bounds, counts, order):
-    """The words ``order[0], order[1], ...`` (word w is ``store[bounds[w]:bounds[w + 1]]``)
-    packed back to back, their offsets and their counts."""
-    n = len(order)
-    offsets = np.empty(n + 1, dtype=np.int64)
-    out_counts = np.empty(n, dtype=np.int64)
-    offsets[0] = 0
-    for i in range(n):
-        w = order[i]
-        offsets[i + 1] = offsets[i] + bounds[w + 1] - bounds[w]
-        out_counts[i] = counts[w]
-    words = np.empty(offsets[n], dtype=np.uint8)
-    for i in range(n):
-        w = order[i]
-        s = bounds[w]
-        o = offsets[i]
-        for k in range(bounds[w + 1] - s):
-            words[o + k] = store[s + k]
-    return words, offsets, out_counts
 
 
 class WordCounts:
@@ -106,7 +83,7 @@ class WordCounts:
         firsts = counter.firsts
         if len(firsts) > 1 and bool((firsts[1:] < firsts[:-1]).any()):
             order = np.argsort(firsts, kind="stable")
-            words, offsets, counts = _gather_words(counter.store, counter.bounds, counter.counts, order)
+            words, offsets, counts = gather_words(counter.store, counter.bounds, counter.counts, order)
             del order
         else:  # already in order (one counting thread): the counter's arrays are the result
             words, offsets, counts = counter.store, counter.bounds, counter.counts

@@ -396,3 +396,25 @@ class WordCounter:
         """The words as bytes (a Python object per word: for tests and small tables only)."""
         store = self.store.tobytes()
         return [store[s : s + n] for s, n in zip(self.starts.tolist(), self.lengths.tolist())]
+
+
+@cached_njit(nogil=True)
+def gather_words(store, bounds, counts, order):
+    """The words ``order[0], order[1], ...`` (word w is ``store[bounds[w]:bounds[w + 1]]``)
+    packed back to back, their offsets and their counts."""
+    n = len(order)
+    offsets = np.empty(n + 1, dtype=np.int64)
+    out_counts = np.empty(n, dtype=np.int64)
+    offsets[0] = 0
+    for i in range(n):
+        w = order[i]
+        offsets[i + 1] = offsets[i] + bounds[w + 1] - bounds[w]
+        out_counts[i] = counts[w]
+    words = np.empty(offsets[n], dtype=np.uint8)
+    for i in range(n):
+        w = order[i]
+        s = bounds[w]
+        o = offsets[i]
+        for k in range(bounds[w + 1] - s):
+            words[o + k] = store[s + k]
+    return words, offsets, out_counts
