@@ -63,7 +63,12 @@ def _encode_paths(enc) -> None:
 def _job_encode() -> None:
     import numtok
 
-    _encode_paths(numtok.load("cl100k_base"))
+    enc = numtok.load("cl100k_base")
+    _encode_paths(enc)
+    # Past 4 MiB of text the tokenizer's piece caches grow (``grow_piece_cache``): a user's job
+    # gets there in its first seconds, and must not stop to compile.
+    enc.encode_ordinary(_text() * 300)
+    enc.encode_ordinary(_SAMPLE)
 
 
 def _job_encodings() -> None:
