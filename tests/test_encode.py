@@ -1323,7 +1323,7 @@ def test_piece_cache_grows_when_its_pieces_crowd_it():
     for line in sample_text().splitlines()[:300]:
         assert ids(enc.encode_ordinary(line)) == ids(ref.encode_ordinary(line))
     assert enc._piece_caches.bits == piece_cache.MIN_CACHE_BITS
-    assert all(not piece_cache.crowded(c) for c in enc._piece_caches.free)
+    assert all(piece_cache.growth(c) == 0 for c in enc._piece_caches.free)
 
     rng = random.Random(11)
     letters = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
@@ -1374,7 +1374,7 @@ def test_piece_cache_crowded_by_short_pieces_grows_to_fit_them_at_the_next_call(
     (grown,) = enc._piece_caches.free
     bits = piece_cache.cache_bits(grown)
     assert bits >= piece_cache.MIN_CACHE_BITS + 2 and enc._piece_caches.bits == bits
-    assert not piece_cache.crowded(grown)
+    assert piece_cache.growth(grown) == 0
     assert ids(enc.encode_ordinary(text)) == ids(ref.encode_ordinary(text))
     assert [piece_cache.cache_bits(c) for c in enc._piece_caches.free] == [bits]
     enc._piece_caches = PieceCaches()

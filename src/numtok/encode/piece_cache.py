@@ -114,20 +114,6 @@ def growth(cache: np.ndarray, short: bool = True) -> int:
     return min(grow, CACHE_BITS - bits)
 
 
-def crowded(cache: np.ndarray, short: bool = True) -> bool:
-    """Whether a cache holds enough pieces that a bigger one would answer more of them (see
-    ``growth``).
-
-    >>> cache = _k.new_piece_cache(MIN_CACHE_BITS)
-    >>> crowded(cache)
-    False
-    >>> cache[5 : 8 << MIN_CACHE_BITS : 8] = 1  # the second way of every short-piece set taken
-    >>> crowded(cache), crowded(cache, short=False)
-    (True, False)
-    """
-    return growth(cache, short) > 0
-
-
 class PieceCaches:
     """A free list of piece caches, grown as their contents crowd them."""
 
