@@ -8,7 +8,8 @@
 offsets to ``time_encode_ordinary``'s work;
 ``track_mb_per_s`` reports the one-thread figure directly; ``time_first_pass`` is one encode on
 a fresh piece cache (the other figures include warm-cache repeats, as a long-running pipeline
-sees them). ``WorstCase`` times single pieces of 1 MB ("a" * 10**6, spaces, CJK without
+sees them), ``time_short_job_3_passes`` three encodes of 3 MB from a fresh piece cache (how
+soon the caches grow to fit). ``WorstCase`` times single pieces of 1 MB ("a" * 10**6, spaces, CJK without
 spaces) that are O(n^2) in tokenizers without a large-piece path. ``EncodeByScript`` times
 ``encode_ordinary`` and the str -> UTF-8 kernel on each script group of the multilingual corpus
 (``common.multilingual_text``: NUMTOK_BENCH_MULTI_CORPUS or the sample in tests/data), piece
@@ -41,6 +42,7 @@ class Encode:
         self.text = corpus_text(10)
         self.n_bytes = len(self.text.encode("utf-8"))
         self.docs = [d for d in self.text.split("\n\n") if d]
+        self.short_text = self.text[:3_000_000]
         self.enc = numtok.load(encoding)
         self.enc.encode_ordinary(self.text[:100_000])  # load kernels (Numba cache) before timing
         self.ids = self.enc.encode_ordinary(self.text)
@@ -51,6 +53,13 @@ class Encode:
     def time_first_pass(self, encoding):
         self.enc._clear_caches()  # start from empty piece caches
         self.enc.encode_ordinary(self.text)
+
+    def time_short_job_3_passes(self, encoding):
+        # A short job: a fresh tokenizer encodes 3 MB three times. Its piece caches start small
+        # (a set per 256 bytes seen) and grow between calls to fit what crowds them.
+        self.enc._clear_caches()
+        for _ in range(3):
+            self.enc.encode_ordinary(self.short_text)
 
     def time_encode_batch_1(self, encoding):
         self.enc.encode_ordinary_batch(self.docs, num_threads=1)
