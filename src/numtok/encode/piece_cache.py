@@ -27,12 +27,12 @@ from . import _kernels as _k
 # as it fills, which only pieces of 65+ bytes do (CJK, Japanese, Thai).
 CACHE_BITS = 19
 MIN_CACHE_BITS = 14
-GROW_BITS = 1  # a crowded cache doubles: its new memory costs up to ~2 ms per MiB at first touch
+GROW_BITS = 1  # crowded long sets or arena double it: its new memory costs up to ~2 ms per MiB at first touch
 # How much text goes into a cache between two looks at how full it is (until it is full size):
 # a look reads ~2k words at random (~0.1 ms), 256 KiB take 1-10 ms to encode.
 CHECK_BYTES = 1 << 18
-# A cache is crowded when more than this share of its sampled sets hold a second piece, or its
-# arena data is half used. Pieces land in sets at random: 1 - e^-x (1 + x) of the sets hold two
+# A cache is crowded when more than this share of its sampled long sets hold a second piece, or
+# its arena data is half used. Pieces land in sets at random: 1 - e^-x (1 + x) of the sets hold two
 # or more at x pieces per set on average (0.2 at x = 0.8), and the pieces of a set of three or
 # more evict each other from way 1 on every pass. Within a call only the long-piece region and
 # the arena are looked at (a long piece missed costs a merge of 16+ symbols, a short one a
