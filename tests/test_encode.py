@@ -977,8 +977,10 @@ def test_long_piece_region_is_two_way_then_spills_to_the_arena():
 
 
 def test_piece_cache_answers_tokens_and_marks_pieces_of_more_than_four_ids():
-    """Pieces the token table does not answer first (non-ASCII ones, and any of 9-15 bytes)
-    are kept in the piece cache's short set when they are tokens, as one id; a short piece of
+    """Pieces the token table does not answer first (any of 9-15 bytes, and non-ASCII ones in a
+    call where most are not tokens) are kept in the piece cache's short set when they are
+    tokens, as one id; in a call where most are tokens, the token table answers a non-ASCII
+    one and the cache does not keep it. A short piece of
     more than 4 ids leaves a mark there and its ids in the long region; a 16-64-byte token is
     kept in the long region. A hit reads each back from where it is kept, and a mark whose
     long entry is gone is merged again."""
@@ -1000,10 +1002,15 @@ def test_piece_cache_answers_tokens_and_marks_pieces_of_more_than_four_ids():
     ascii_token = next(p for p in (" different", " performance", " something") if one_token(p))
     long_token = next(p for p in ("-" * 32, "-" * 16, " " * 16) if one_token(p))
     many = next(p for p in ("鬱齉龘", "齉龘鬱齉", "龘鬱") if len(p.encode()) <= 15 and len(ref.encode_ordinary(p)) > 4)
+    # After the short token, short non-ASCII pieces that are no tokens: the call's sample
+    # (``_mostly_tokens``) then sends such pieces to the piece cache first.
+    not_tokens = 3 * next(p for p in (" 龘", " 齉", " 鬱") if not one_token(p))
     pin_piece_cache(enc, kernels.new_piece_cache(bits))
-    for text in (short_token, ascii_token, long_token, many):
-        assert ids(enc.encode_ordinary(text)) == ids(ref.encode_ordinary(text))
     cache = enc._piece_caches.free[-1]
+    assert ids(enc.encode_ordinary(short_token)) == ids(ref.encode_ordinary(short_token))
+    assert piece_cache_short_set(cache, h(short_token) >> (64 - bits)) == [None, None]
+    for text in (short_token + not_tokens, ascii_token, long_token, many):
+        assert ids(enc.encode_ordinary(text)) == ids(ref.encode_ordinary(text))
     for piece in (short_token, ascii_token):
         assert (piece.encode(), ids(ref.encode_ordinary(piece))) in piece_cache_short_set(cache, h(piece) >> (64 - bits))
     assert (many.encode(), None) in piece_cache_short_set(cache, h(many) >> (64 - bits))
@@ -1015,7 +1022,7 @@ def test_piece_cache_answers_tokens_and_marks_pieces_of_more_than_four_ids():
         index = h(piece) >> (64 - bits)
         way = [w and w[0] for w in piece_cache_short_set(cache, index)].index(piece.encode())
         cache[8 * index + 4 * way + 2] = np.uint64(0xFFFFFFFF00000000)  # id 0
-        assert ids(enc.encode_ordinary(piece)) == [0]
+        assert ids(enc.encode_ordinary(piece + not_tokens))[0] == 0
     index = h(long_token) >> (64 - long_bits)
     way = [w and w[0] for w in piece_cache_long_set(cache, bits, index)].index(long_token.encode())
     at = (8 << bits) + 32 * index + 16 * way + 9

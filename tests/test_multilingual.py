@@ -7,6 +7,7 @@ help pages, and pages that mix them (tests/data/README.md says where they come f
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from conftest import DATA
 from hypothesis import given
@@ -82,3 +83,42 @@ def test_multilingual_text_identical_to_tiktoken(name, text):
     half = len(text) // 2
     parts = [text[:half], text[half:], text]
     assert enc.encode_batch(parts, num_threads=1).to_list() == [ref.encode_ordinary(p) for p in parts]
+
+
+def _script_texts(documents) -> dict[str, str]:
+    """The sample's documents joined by the script most of their letters are in."""
+    ranges = {"han": (0x4E00, 0x9FFF), "hangul": (0xAC00, 0xD7A3), "cyrillic": (0x0400, 0x04FF), "devanagari": (0x0900, 0x097F)}
+    texts: dict[str, list[str]] = {s: [] for s in ranges}
+    for doc in documents:
+        counts = {s: sum(lo <= ord(c) <= hi for c in doc) for s, (lo, hi) in ranges.items()}
+        best = max(counts, key=counts.__getitem__)
+        if counts[best] > len(doc) // 4:
+            texts[best].append(doc)
+    return {s: SEPARATOR.join(d) for s, d in texts.items() if d}
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_short_nonascii_pieces_look_in_the_token_table_where_most_are_tokens(name, documents):
+    """The encoder's sample (``_mostly_tokens``) against the share of the same pieces that are
+    single tokens: it may only miss tokens not in their home slot, so it must agree where the
+    share is far from one half; ASCII-only text has no such piece."""
+    from numtok.encode import _kernels
+    from numtok.encode.buffers import padded
+    from numtok.pretokenizers import split_bytes
+
+    enc = numtok.load(name)
+    seen = 0
+    for script, text in [*_script_texts(documents).items(), ("ascii", "plain English text, " * 400)]:
+        raw = text.encode("utf-8")
+        data = padded(raw)
+        spans = split_bytes(data, np.array([[0, len(raw)]], np.int64), enc.pattern)
+        picked = [raw[a:b] for a, b in spans[: _kernels._SAMPLE_SPANS].tolist() if b - a <= 8 and max(raw[a:b]) >= 0x80]
+        picked = picked[: _kernels._SAMPLE_PIECES]
+        share = sum(len(enc.encode_ordinary(p.decode("utf-8"))) == 1 for p in picked) / max(len(picked), 1)
+        got = bool(_kernels._mostly_tokens(data, spans, 0, enc._whole_tab, enc._max_whole_len))
+        if not picked:
+            assert not got, script
+        elif share >= 0.8 or share <= 0.35:
+            seen += 1
+            assert got == (share >= 0.8), (script, share)
+    assert seen >= 2
