@@ -978,8 +978,8 @@ def test_long_piece_region_is_two_way_then_spills_to_the_arena():
 
 def test_piece_cache_answers_tokens_and_marks_pieces_of_more_than_four_ids():
     """Pieces the token table does not answer first (any of 9-15 bytes, and non-ASCII ones in a
-    call where most are not tokens) are kept in the piece cache's short set when they are
-    tokens, as one id; in a call where most are tokens, the token table answers a non-ASCII
+    call where few are tokens) are kept in the piece cache's short set when they are
+    tokens, as one id; in a call where enough are tokens, the token table answers a non-ASCII
     one and the cache does not keep it. A short piece of
     more than 4 ids leaves a mark there and its ids in the long region; a 16-64-byte token is
     kept in the long region. A hit reads each back from where it is kept, and a mark whose
