@@ -30,8 +30,10 @@ HF tokenizers / tokie / kitoken from a tokenizer.json numtok writes, gigatoken f
 compared with tiktoken's ("exact" column). numtok and gigatoken keep a piece cache across
 calls: ``first`` is numtok's first run on a fresh cache (text it has not seen), not counted in
 the median. A numtok tokenizer's piece caches also grow between calls until they have a set per
-256 bytes of all the text given (full size after 128 MB): a run that grows one pays for it, so
-medians need a few warm runs (``--repeat 5``) on corpora of a few MB.
+256 bytes of all the text given (full size from 64 MiB): a run that grows one pays for it (tens
+of ms: the new cache's memory is faulted in), and a text of S MB repeated grows one on the runs
+where the text seen passes a power of two, two or three of the first eight for S = 3-16 MB. So
+``--by-script`` medians need ``--repeat 9``; ``--repeat 5`` is enough for 100 MB corpora.
 
 ``--by-script`` (for the multi-*.txt files of benchmarks/corpus/build-multilingual) splits the
 corpus into documents as the batch modes do, gives each document the script group holding >= 60%

@@ -523,6 +523,53 @@ def test_pieces_longer_than_the_work_arrays_resume_where_they_stopped(name):
         assert ids(enc.encode_ordinary(joined)) == ref.encode_ordinary(joined)
 
 
+def _encode_range(enc, text: str, batch: int, start_at: int = 0, count: bool = False):
+    """``text`` through ``_kernels.encode_range`` from byte ``start_at`` of its UTF-8, scanned
+    and encoded ``batch`` pieces at a time into an array (``count``: a CountSink): ids or their
+    number."""
+    from numtok._native.sink import CountSink
+    from numtok.encode import _kernels as kernels
+    from numtok.pretokenizers._unicode import class_table
+
+    data = buffers.padded_utf8_of(text)
+    out = CountSink(len(data) + 1) if count else np.full(len(data) + 1, -1, np.int32)
+    status, k, _ = kernels.encode_range(
+        enc._scanner_id, data, start_at, len(data), class_table(), out, 0, batch,
+        enc._byte_id, enc._bp, enc._tok_bytes, enc._tok_off, enc._tok_tab, enc._whole_tab,
+        enc._whole_ext, enc._max_whole_len, enc._pair_tab, enc._pair_filter, enc._res_of, enc._units_code, enc._unk_id, enc._eow_id,
+        enc._piece_caches.take(len(data)), enc._heap_min,
+    )  # fmt: skip
+    assert status == kernels.ST_DONE
+    return k if count else out[:k].tolist()
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_range_scanned_and_encoded_a_batch_of_pieces_at_a_time(name):
+    """``encode_range`` scans a batch of pieces, encodes it, and resumes the scan where the
+    batch ended: with batches of 1 to 8192 pieces, ids (and their count, into a CountSink)
+    identical to tiktoken's, for mixed-script text, pieces longer than the encode loop's work
+    arrays inside a batch, and a range that starts past byte 0."""
+    from numtok.encode import _kernels as kernels
+
+    ref = reference(name)
+    long_piece = "ж" * (3 * kernels._WORK_MIN)
+    text = sample_text()[:12_000] + f" intro {long_piece} outro " + "中文" * 400 + " end"
+    expected = ref.encode_ordinary(text)
+    enc = copy_of(name)
+    for batch in (1, 2, 3, 7, 64, kernels.SPAN_BATCH):
+        assert _encode_range(enc, text, batch) == expected, batch
+    assert _encode_range(enc, text, 5, count=True) == len(expected)
+    head = "some words first "  # ends where every pattern starts a piece
+    assert _encode_range(enc, head + text, 3, start_at=len(head)) == expected
+
+
+@SETTINGS
+@given(st.text(max_size=400), st.integers(1, 9), st.sampled_from(CORE))
+def test_range_in_batches_equals_one_batch(text, batch, name):
+    enc = numtok.load(name)
+    assert _encode_range(enc, text, batch) == ids(enc.encode_ordinary(text))
+
+
 @SETTINGS
 @given(pieces=st.lists(st.text(st.sampled_from("ab aab xyz中文\n"), min_size=1, max_size=120), max_size=5))
 def test_heap_path_matches_naive(pieces):

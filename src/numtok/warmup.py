@@ -53,6 +53,7 @@ def _encode_paths(enc) -> None:
         enc.encode_batch(docs, num_threads=threads, offsets=True, allowed_special="all")
         enc.decode_batch(batch, num_threads=threads)
     enc.count_tokens(text)
+    enc.count_tokens(text * 200)  # counted a block at a time (into a CountSink)
     enc.count_tokens_batch(docs)
     enc.decode(ids)
     enc.decode_bytes(ids)

@@ -152,6 +152,23 @@ def encode_whole(tok, data: np.ndarray, n: int) -> np.ndarray:
     return ids
 
 
+def encode_range(tok, data: np.ndarray, start: int, stop: int, out, k: int, piece_cache: np.ndarray) -> int:
+    """Encode the text ``data[start:stop]`` of a named pattern (padded, or followed by more
+    text) into ``out`` from position ``k``, a batch of pieces at a time (``_k.encode_range``);
+    returns the new end of ``out``'s ids."""
+    status, k, pos = _k.encode_range(
+        tok._scanner_id, data, start, stop, class_table(), out, k, _k.SPAN_BATCH,
+        tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
+        tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
+        piece_cache, tok._heap_min,
+    )  # fmt: skip
+    if status == _k.ST_NO_SYMBOL:
+        raise ValueError(tok._no_symbol_message(data, pos))
+    if status != _k.ST_DONE:  # pragma: no cover - callers size out for the worst case
+        raise AssertionError("output buffer bound exceeded")
+    return int(k)
+
+
 def count_plain(tok, text: str) -> int:
     """The number of ids of one text with no special tokens to find. A text longer than a
     chunk is counted with no id array (``CountSink``), streamed a block at a time where it can

@@ -11,7 +11,6 @@ from .._native.sink import CountSink
 from .._native.utf8 import contains_any
 from ..pretokenizers import _scanners
 from .buffers import PAD, padded
-from .special import NO_SPECIAL
 
 
 @overload
@@ -42,7 +41,7 @@ def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = 
     n, width = shape
     block = tok._chunk_bytes
     buf = np.empty(2 * block * width + PAD, dtype=np.uint8)
-    out, doc, doc_end = _outputs(tok, n * width, count)
+    out = _output(tok, n * width, count)
     caches = [tok._piece_caches.take(n)]
     k = carry = first = 0
     try:
@@ -65,8 +64,7 @@ def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = 
                 carry = stop
                 continue
             buf[stop : stop + PAD] = 0
-            doc[0, 1] = cut
-            k += _engine().run_groups(tok, buf[:stop], doc, NO_SPECIAL, None, [(0, 1)], out[k:], doc_end, caches, True)
+            k = _engine().encode_range(tok, buf[:stop], 0, cut, out, k, caches[0])
             caches[0] = tok._piece_caches.check(caches[0], cut)
             carry = stop - cut
             buf[:carry] = buf[cut:stop]
@@ -89,7 +87,7 @@ def _encode_in_place(tok, data: np.ndarray, needles: tuple | None, count: bool) 
     only read."""
     n = len(data)
     block = 2 * tok._chunk_bytes
-    out, doc, doc_end = _outputs(tok, n, count)
+    out = _output(tok, n, count)
     caches = [tok._piece_caches.take(n)]
     k = start = 0
     safe = n - _TAIL_BYTES  # no block of the text in place ends past this
@@ -104,25 +102,22 @@ def _encode_in_place(tok, data: np.ndarray, needles: tuple | None, count: bool) 
                 break
             if needles is not None and contains_any(data[start:], cut - start, *needles):
                 return None
-            doc[0, 0], doc[0, 1] = start, cut
-            k += _engine().run_groups(tok, data, doc, NO_SPECIAL, None, [(0, 1)], out[k:], doc_end, caches, True)
+            k = _engine().encode_range(tok, data, start, cut, out, k, caches[0])
             caches[0] = tok._piece_caches.check(caches[0], cut - start)
             start = cut
         tail = padded(data[start:])
         if needles is not None and contains_any(tail, len(tail), *needles):
             return None
-        doc[0, 0], doc[0, 1] = 0, len(tail)
-        k += _engine().run_groups(tok, tail, doc, NO_SPECIAL, None, [(0, 1)], out[k:], doc_end, caches, True)
+        k = _engine().encode_range(tok, tail, 0, len(tail), out, k, caches[0])
     finally:
         tok._piece_caches.give(caches[0])
     return _result(out, k, count)
 
 
-def _outputs(tok, nbytes: int, count: bool):
-    """(ids array or CountSink for at most ``nbytes`` of text, one document's range, its end)."""
+def _output(tok, nbytes: int, count: bool):
+    """An ids array or a CountSink for at most ``nbytes`` of text."""
     bound = nbytes * (2 if tok._eow_id >= 0 else 1) + 1
-    out = CountSink(bound) if count else np.empty(bound, dtype=np.int32)
-    return out, np.zeros((1, 2), dtype=np.int64), np.empty(1, dtype=np.int64)
+    return CountSink(bound) if count else np.empty(bound, dtype=np.int32)
 
 
 def _result(out, k: int, count: bool) -> np.ndarray | int:

@@ -85,7 +85,7 @@ from .._native.jit import cached_njit
 from .._native.threads import usable_cores
 from ._unicode import BIT_CRLF, BIT_L, BIT_N, BIT_O, BIT_S, BIT_U, BIT_W, class_table
 
-__all__ = ["has_scanner", "split_named", "scan_whole", "SCANNER_NAMES", "SCANNER_IDS"]
+__all__ = ["has_scanner", "split_named", "scan_into", "SCANNER_NAMES", "SCANNER_IDS"]
 
 _L = np.uint8(BIT_L)
 _N = np.uint8(BIT_N)
@@ -1094,29 +1094,25 @@ def _cut_points(data, start, end, step, window):
     return cuts[:n]
 
 
-# The scanner of each named pattern, by number: kernels select one by its number (scan_whole).
+# The scanner of each named pattern, by number: kernels select one by its number (scan_into).
 SCANNER_IDS = {"gpt2": 0, "r50k": 0, "cl100k": 1, "o200k": 2}
 _KERNELS = {name: (_split_gpt2, _split_cl100k, _split_o200k)[i] for name, i in SCANNER_IDS.items()}
 SCANNER_NAMES = tuple(_KERNELS)
 
 
-@_jit
-def scan_whole(scanner, data, flags):
-    """(n, 2) pieces of all of ``data`` by scanner number ``scanner`` (``SCANNER_IDS``), for
-    kernels that encode a short text in one call. The output is allocated here, at its bound:
-    every piece has at least one byte."""
-    docs = np.empty((1, 2), np.int64)
-    docs[0, 0] = 0
-    docs[0, 1] = data.shape[0]
-    out = np.empty((data.shape[0] + 1, 2), np.int64)
+@_kernel
+def scan_into(scanner, data, docs, flags, out, d, i):
+    """Run scanner number ``scanner`` (``SCANNER_IDS``) from byte ``i`` of document ``d``,
+    writing pieces into ``out`` from its first row: ``(n, d, i)`` as the kernels return them
+    (``d == len(docs)``: done; else ``out`` is full and the scan resumes at ``d``, ``i``). For
+    kernels that scan and encode a batch of pieces at a time."""
     zero = np.int64(0)  # not the literal 0: the kernels keep the one signature Python calls
     if scanner == 0:
-        n, _, _ = _split_gpt2(data, docs, flags, out, zero, zero, zero)
-    elif scanner == 1:
-        n, _, _ = _split_cl100k(data, docs, flags, out, zero, zero, zero)
-    else:
-        n, _, _ = _split_o200k(data, docs, flags, out, zero, zero, zero)
-    return out[:n]
+        return _split_gpt2(data, docs, flags, out, zero, d, i)
+    if scanner == 1:
+        return _split_cl100k(data, docs, flags, out, zero, d, i)
+    return _split_o200k(data, docs, flags, out, zero, d, i)
+
 
 # Below this many bytes a call stays on the calling thread whatever num_threads says.
 _PARALLEL_MIN_BYTES = 1 << 20
