@@ -563,6 +563,26 @@ def test_range_scanned_and_encoded_a_batch_of_pieces_at_a_time(name):
     assert _encode_range(enc, head + text, 3, start_at=len(head)) == expected
 
 
+@pytest.mark.parametrize("name", CORE)
+def test_documents_scanned_and_encoded_a_batch_of_pieces_at_a_time(name, monkeypatch):
+    """Batches (``encode_docs_range``) and long texts whose batches of pieces end inside a
+    document, at its end, or span several: ids identical to tiktoken's, special tokens between
+    documents in place, empty documents and texts kept."""
+    from numtok.encode import _kernels as kernels
+
+    ref = reference(name)
+    long_piece = "ж" * (3 * kernels._WORK_MIN)
+    texts = [sample_text()[:3000], "", "a", f"x {long_piece} y", "中文" * 300, " ", "hello<|endoftext|>world<|endoftext|>", ""]
+    expected = [ref.encode(t, allowed_special="all") for t in texts]
+    tok = copy_of(name)
+    tok._chunk_bytes = 97  # several groups, long texts streamed
+    for batch in (1, 2, 5, 64):
+        monkeypatch.setattr(kernels, "SPAN_BATCH", batch)
+        assert tok.encode_batch(texts, num_threads=2, allowed_special="all").to_list() == expected, batch
+        assert np.asarray(tok.count_tokens_batch(texts)).tolist() == [len(e) for e in ref.encode_ordinary_batch(texts)]
+        assert ids(tok.encode_ordinary(texts[0] * 3)) == ref.encode_ordinary(texts[0] * 3)
+
+
 @SETTINGS
 @given(st.text(max_size=400), st.integers(1, 9), st.sampled_from(CORE))
 def test_range_in_batches_equals_one_batch(text, batch, name):

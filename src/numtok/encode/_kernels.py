@@ -1309,6 +1309,81 @@ def encode_range(
 
 
 @cached_njit(nogil=True)
+def encode_docs_range(
+    scanner, data, docs, doc_special, doc_end, flags, out, k, batch,
+    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
+    units, unk_id, eow_id, cache, heap_min,
+):  # fmt: skip
+    """``encode_range`` for many documents: pre-tokenize and encode the documents ``docs`` of
+    ``data`` (padded) into ``out`` from ``k``, ``batch`` pieces at a time; after document ``d``
+    ends, ``doc_special[d]`` (if >= 0) is emitted and ``doc_end[d]`` set to the ids so far.
+    Returns ``(status, k, error_position)``."""
+    ndocs = docs.shape[0]
+    spans = np.empty((max(1, batch), 2), np.int64)
+    heap_min = max(2, min(heap_min, 64))
+    hashes = np.empty(_HASH_RING, np.uint64)
+    size = _WORK_MIN
+    sym = np.empty(size, np.int64)
+    pp = np.empty(size, np.int64)
+    nxt = np.empty(size, np.int64)
+    prv = np.empty(size, np.int64)
+    heap = np.empty(3 * size, np.int64)
+    one_doc = np.empty((1, 2), np.int64)  # the document a batch ends in, while it is unfinished
+    no_special = np.full(1, -1, np.int64)
+    no_end = np.empty(1, np.int64)
+    zero = np.int64(0)
+    wide_tokens = False
+    since_sample = _SAMPLE_EVERY
+    d_scan = zero
+    d_enc = zero
+    i = docs[0, 0] if ndocs > 0 else zero
+    while d_scan < ndocs:
+        n, d_next, i_next = scan_into(scanner, data, docs, flags, spans, d_scan, i)
+        part = spans[:n]
+        if since_sample >= _SAMPLE_EVERY and n > 0:
+            wide_tokens = _mostly_tokens(data, part, 0, whole_tab, max_whole_len)
+            since_sample = 0
+        if n > 0:
+            since_sample += part[n - 1, 1] - part[0, 0]
+        j = zero
+        # the documents the scan finished, then the pieces of the one it stopped in
+        for last in range(2):
+            if last == 0:
+                view = docs[:d_next]
+                ds, de, d0 = doc_special, doc_end, d_enc
+                if d_enc >= d_next:
+                    continue
+            else:
+                if d_next >= ndocs or j >= n:
+                    break
+                one_doc[0, 0] = docs[d_next, 0]
+                one_doc[0, 1] = docs[d_next, 1]
+                view, ds, de, d0 = one_doc, no_special, no_end, zero
+            while True:
+                status, k, j, d_out, pos = _encode_loop(
+                    data, part, view, ds, de, j, d0, out, k,
+                    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
+                    units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
+                )  # fmt: skip
+                if status == _ST_LONG:
+                    size = max(2 * size, pos)
+                    sym = np.empty(size, np.int64)
+                    pp = np.empty(size, np.int64)
+                    nxt = np.empty(size, np.int64)
+                    prv = np.empty(size, np.int64)
+                    heap = np.empty(3 * size, np.int64)
+                    d0 = d_out
+                    continue
+                if status != ST_DONE:
+                    return status, k, pos
+                break
+            if last == 0:
+                d_enc = d_next
+        d_scan, i = d_next, i_next
+    return ST_DONE, k, -1
+
+
+@cached_njit(nogil=True)
 def encode_text(
     scanner, data, n, flags,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,

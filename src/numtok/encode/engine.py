@@ -2,8 +2,9 @@
 
 Functions here take the :class:`numtok.Tokenizer` whose tables they pass to the kernels. A
 named pattern's short text is split and encoded by one kernel call (``encode_whole``); longer
-input is cut into documents and groups of about ``CHUNK_BYTES`` so the pre-tokenizer's output
-stays cache-resident and one huge text still spreads over threads.
+input is cut into documents and groups of about ``CHUNK_BYTES`` so that one huge text still
+spreads over threads. A named pattern's kernels scan and encode a batch of pieces at a time
+(``encode_range``, ``_k.encode_docs_range``), so the pieces' spans stay in cache.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ HEAP_MIN = 16
 # encode_batch cuts the documents into tasks of about this many bytes (more tasks than
 # threads, so that uneven documents still balance).
 _TASK_BYTES = 1 << 20
-# Documents are pre-tokenized and encoded in groups of about this many bytes.
+# Documents are pre-tokenized and encoded in groups of about this many bytes (a named pattern's
+# a batch of pieces at a time within a group).
 CHUNK_BYTES = 1 << 18
 
 
@@ -198,6 +200,19 @@ def run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, caches
             p0, p1 = groups[g - 1]
             caches[0] = piece_cache = tok._piece_caches.check(piece_cache, int(docs[p1 - 1, 1] - docs[p0, 0]))
         gdocs, gend, gspecial = (docs, doc_end, doc_special) if whole else (docs[g0:g1], doc_end[g0:g1], doc_special[g0:g1])
+        if spans is None and strict and tok._scanner_id >= 0:
+            # scanned and encoded a batch of pieces at a time (see _k.encode_docs_range)
+            status, k, pos = _k.encode_docs_range(
+                tok._scanner_id, data, gdocs, gspecial, gend, class_table(), out, k, _k.SPAN_BATCH,
+                tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
+                tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
+                piece_cache, tok._heap_min,
+            )  # fmt: skip
+            if status == _k.ST_NO_SYMBOL:
+                raise ValueError(tok._no_symbol_message(data, pos))
+            if status != _k.ST_DONE:  # pragma: no cover - callers size out for the worst case
+                raise AssertionError("output buffer bound exceeded")
+            continue
         gspans = spans
         if gspans is None:
             gspans = tok._split(data, gdocs)
