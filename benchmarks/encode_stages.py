@@ -10,7 +10,9 @@ Each stage runs as ``encode_ordinary`` runs it on a long text: UTF-8 written fro
 2^18 characters into one reused buffer, the pre-tokenizer over the 256 KiB groups the encoder
 cuts, and the encode loop (``encode_spans``) over their pieces with the tokenizer's own piece
 cache after ``--warm`` passes of ``encode_ordinary``. Figures are MB/s of UTF-8 input, thread
-CPU time, median of ``--repeat``; "total" is ``encode_ordinary`` itself.
+CPU time, median of ``--repeat``; "total" is ``encode_ordinary`` itself, which scans and encodes
+8,192 pieces at a time (``_kernels.encode_range``): its loop reads spans and text still in L2,
+where the "encode" stage reads a whole 256 KiB group's from further away.
 
 ``--kinds`` also times the encode loop on each kind of piece alone (pieces of the first 4 MB,
 sorted by what the encoder does with them once its cache is warm): one-token pieces of up to 8
