@@ -11,7 +11,7 @@ Each stage runs as ``encode_ordinary`` runs it on a long text: UTF-8 written fro
 cuts, and the encode loop (``encode_spans``) over their pieces with the tokenizer's own piece
 cache after ``--warm`` passes of ``encode_ordinary``. Figures are MB/s of UTF-8 input, thread
 CPU time, median of ``--repeat``; "total" is ``encode_ordinary`` itself, which scans and encodes
-8,192 pieces at a time (``_kernels.encode_range``): its loop reads spans and text still in L2,
+8,192 pieces at a time (``_kernels.encode_docs_range``): its loop reads spans and text still in L2,
 where the "encode" stage reads a whole 256 KiB group's from further away.
 
 ``--kinds`` also times the encode loop on each kind of piece alone (pieces of the first 4 MB,

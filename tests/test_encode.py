@@ -524,17 +524,18 @@ def test_pieces_longer_than_the_work_arrays_resume_where_they_stopped(name):
 
 
 def _encode_range(enc, text: str, batch: int, start_at: int = 0, count: bool = False):
-    """``text`` through ``_kernels.encode_range`` from byte ``start_at`` of its UTF-8, scanned
-    and encoded ``batch`` pieces at a time into an array (``count``: a CountSink): ids or their
-    number."""
+    """``text`` through ``_kernels.encode_docs_range`` from byte ``start_at`` of its UTF-8 (one
+    document), scanned and encoded ``batch`` pieces at a time into an array (``count``: a
+    CountSink): ids or their number."""
     from numtok._native.sink import CountSink
     from numtok.encode import _kernels as kernels
     from numtok.pretokenizers._unicode import class_table
 
     data = buffers.padded_utf8_of(text)
     out = CountSink(len(data) + 1) if count else np.full(len(data) + 1, -1, np.int32)
-    status, k, _ = kernels.encode_range(
-        enc._scanner_id, data, start_at, len(data), class_table(), out, 0, batch,
+    docs = np.array([[start_at, len(data)]], np.int64)
+    status, k, _ = kernels.encode_docs_range(
+        enc._scanner_id, data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), class_table(), out, 0, batch,
         enc._byte_id, enc._bp, enc._tok_bytes, enc._tok_off, enc._tok_tab, enc._whole_tab,
         enc._whole_ext, enc._max_whole_len, enc._pair_tab, enc._pair_filter, enc._res_of, enc._units_code, enc._unk_id, enc._eow_id,
         enc._piece_caches.take(len(data)), enc._heap_min,
@@ -545,7 +546,7 @@ def _encode_range(enc, text: str, batch: int, start_at: int = 0, count: bool = F
 
 @pytest.mark.parametrize("name", CORE)
 def test_range_scanned_and_encoded_a_batch_of_pieces_at_a_time(name):
-    """``encode_range`` scans a batch of pieces, encodes it, and resumes the scan where the
+    """``encode_docs_range`` scans a batch of pieces, encodes it, and resumes the scan where the
     batch ended: with batches of 1 to 8192 pieces, ids (and their count, into a CountSink)
     identical to tiktoken's, for mixed-script text, pieces longer than the encode loop's work
     arrays inside a batch, and a range that starts past byte 0."""
@@ -565,7 +566,7 @@ def test_range_scanned_and_encoded_a_batch_of_pieces_at_a_time(name):
 
 @pytest.mark.parametrize("name", CORE)
 def test_documents_scanned_and_encoded_a_batch_of_pieces_at_a_time(name, monkeypatch):
-    """Batches (``encode_docs_range``) and long texts whose batches of pieces end inside a
+    """Batch calls and long texts whose batches of pieces (``encode_docs_range``) end inside a
     document, at its end, or span several: ids identical to tiktoken's, special tokens between
     documents in place, empty documents and texts kept."""
     from numtok.encode import _kernels as kernels

@@ -136,8 +136,8 @@ _HASH_MASK_U = np.uint64(_HASH_MASK)
 # Spans encode_spans samples to choose where short non-ASCII pieces look first.
 _SAMPLE_SPANS = 512
 _SAMPLE_PIECES = 64
-_SAMPLE_EVERY = 1 << 18  # bytes of text between two samples in encode_range (an encode_spans call's worth)
-# Pieces encode_range scans, then encodes, at a time: 128 KiB of spans, 40-100 KiB of text
+_SAMPLE_EVERY = 1 << 18  # bytes of text between two samples in encode_docs_range (an encode_spans call's worth)
+# Pieces encode_docs_range scans, then encodes, at a time: 128 KiB of spans, 40-100 KiB of text
 # (English at 100 MB: 1024 ran 0.95x, 4096 0.99x, 16384 1.0x as fast; other scripts the same).
 SPAN_BATCH = 8192
 
@@ -938,6 +938,16 @@ def _mostly_tokens(data, spans, j, whole_tab, max_whole_len):
     return 5 * hits >= 2 * n and n > 0  # at least 40 %
 
 
+@njit(inline="always")
+def _work_arrays(size):
+    """The encode loop's work arrays for pieces of fewer than ``size`` symbols: sym, pp, nxt,
+    prv and the heap."""
+    return (
+        np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64),
+        np.empty(3 * size, np.int64),
+    )  # fmt: skip
+
+
 @cached_njit(nogil=True)
 def encode_spans(
     data, spans, docs, doc_special, doc_end, j, d, out, k,
@@ -965,11 +975,7 @@ def encode_spans(
     # over the spans looks for the longest piece first (such a pass is 3 % of English's time).
     size = _WORK_MIN
     while True:
-        sym = np.empty(size, np.int64)
-        pp = np.empty(size, np.int64)
-        nxt = np.empty(size, np.int64)
-        prv = np.empty(size, np.int64)
-        heap = np.empty(3 * size, np.int64)
+        sym, pp, nxt, prv, heap = _work_arrays(size)
         status, k, j, d, pos = _encode_loop(
             data, spans, docs, doc_special, doc_end, j, d, out, k,
             byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
@@ -1251,100 +1257,42 @@ def _encode_loop(
 
 
 @cached_njit(nogil=True)
-def encode_range(
-    scanner, data, start, stop, flags, out, k, batch,
-    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-    units, unk_id, eow_id, cache, heap_min,
-):  # fmt: skip
-    """Pre-tokenize ``data[start:stop]`` (padded, or followed by more text) with scanner number
-    ``scanner`` (``_scanners.SCANNER_IDS``) and encode it into ``out`` from position ``k``,
-    ``batch`` pieces at a time: each batch is scanned, then encoded while its spans (16 bytes a
-    piece) and text are still in the core's cache. (Scanned 256 KiB at a time, English's spans
-    took 850 KiB, which pushed the token table's and piece cache's lines out of a 2 MiB L2
-    before the loop read them: the loop ran 1.2x slower.) Returns ``(status, k,
-    error_position)`` as ``encode_spans`` does; ``ST_FULL`` leaves ``out`` partly written."""
-    docs = np.empty((1, 2), np.int64)
-    docs[0, 0] = start
-    docs[0, 1] = stop
-    doc_special = np.full(1, -1, np.int64)
-    doc_end = np.empty(1, np.int64)
-    spans = np.empty((max(1, min(batch, stop - start + 1)), 2), np.int64)
-    heap_min = max(2, min(heap_min, 64))  # the O(n*m) loop packs positions into 6 bits
-    hashes = np.empty(_HASH_RING, np.uint64)
-    size = _WORK_MIN
-    sym = np.empty(size, np.int64)
-    pp = np.empty(size, np.int64)
-    nxt = np.empty(size, np.int64)
-    prv = np.empty(size, np.int64)
-    heap = np.empty(3 * size, np.int64)
-    zero = np.int64(0)
-    wide_tokens = False
-    sampled = start - _SAMPLE_EVERY  # where the last sample of pieces was taken
-    i = start
-    scanned = 0  # 1 once the scanner has reached stop
-    while scanned == 0:
-        n, scanned, i_next = scan_into(scanner, data, docs, flags, spans, zero, i)
-        part = spans[:n]
-        if i - sampled >= _SAMPLE_EVERY:
-            wide_tokens = _mostly_tokens(data, part, 0, whole_tab, max_whole_len)
-            sampled = i
-        j = zero
-        while j < n:
-            status, k, j, _, pos = _encode_loop(
-                data, part, docs, doc_special, doc_end, j, zero, out, k,
-                byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-                units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
-            )  # fmt: skip
-            if status == _ST_LONG:  # a piece too long for the work arrays: bigger ones
-                size = max(2 * size, pos)
-                sym = np.empty(size, np.int64)
-                pp = np.empty(size, np.int64)
-                nxt = np.empty(size, np.int64)
-                prv = np.empty(size, np.int64)
-                heap = np.empty(3 * size, np.int64)
-            elif status != ST_DONE:
-                return status, k, pos
-        i = i_next
-    return ST_DONE, k, -1
-
-
-@cached_njit(nogil=True)
 def encode_docs_range(
     scanner, data, docs, doc_special, doc_end, flags, out, k, batch,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
     units, unk_id, eow_id, cache, heap_min,
 ):  # fmt: skip
-    """``encode_range`` for many documents: pre-tokenize and encode the documents ``docs`` of
-    ``data`` (padded) into ``out`` from ``k``, ``batch`` pieces at a time; after document ``d``
-    ends, ``doc_special[d]`` (if >= 0) is emitted and ``doc_end[d]`` set to the ids so far.
-    Returns ``(status, k, error_position)``."""
+    """Pre-tokenize the documents ``docs`` of ``data`` (padded, or followed by more text) with
+    scanner number ``scanner`` (``_scanners.SCANNER_IDS``) and encode them into ``out`` from
+    position ``k``, ``batch`` pieces at a time: each batch is scanned, then encoded while its
+    spans (16 bytes a piece) and text are still in the core's cache. (Scanned 256 KiB at a
+    time, English's spans took 850 KiB, which pushed the token table's and piece cache's lines
+    out of a 2 MiB L2 before the loop read them: the loop ran 1.2x slower.) After document
+    ``d`` ends, ``doc_special[d]`` (if >= 0) is emitted and ``doc_end[d]`` set to the ids so
+    far. Returns ``(status, k, error_position)`` as ``encode_spans`` does; ``ST_FULL`` leaves
+    ``out`` partly written."""
     ndocs = docs.shape[0]
-    spans = np.empty((max(1, batch), 2), np.int64)
-    heap_min = max(2, min(heap_min, 64))
+    nbytes = docs[ndocs - 1, 1] - docs[0, 0] if ndocs > 0 else 0  # at most that many pieces
+    spans = np.empty((max(1, min(batch, nbytes + 1)), 2), np.int64)
+    heap_min = max(2, min(heap_min, 64))  # the O(n*m) loop packs positions into 6 bits
     hashes = np.empty(_HASH_RING, np.uint64)
     size = _WORK_MIN
-    sym = np.empty(size, np.int64)
-    pp = np.empty(size, np.int64)
-    nxt = np.empty(size, np.int64)
-    prv = np.empty(size, np.int64)
-    heap = np.empty(3 * size, np.int64)
+    sym, pp, nxt, prv, heap = _work_arrays(size)
     one_doc = np.empty((1, 2), np.int64)  # the document a batch ends in, while it is unfinished
     no_special = np.full(1, -1, np.int64)
     no_end = np.empty(1, np.int64)
     zero = np.int64(0)
     wide_tokens = False
-    since_sample = _SAMPLE_EVERY
+    sampled = (docs[0, 0] if ndocs > 0 else zero) - _SAMPLE_EVERY  # where the last sample was taken
     d_scan = zero
     d_enc = zero
     i = docs[0, 0] if ndocs > 0 else zero
     while d_scan < ndocs:
         n, d_next, i_next = scan_into(scanner, data, docs, flags, spans, d_scan, i)
         part = spans[:n]
-        if since_sample >= _SAMPLE_EVERY and n > 0:
+        if i - sampled >= _SAMPLE_EVERY:
             wide_tokens = _mostly_tokens(data, part, 0, whole_tab, max_whole_len)
-            since_sample = 0
-        if n > 0:
-            since_sample += part[n - 1, 1] - part[0, 0]
+            sampled = i
         j = zero
         # the documents the scan finished, then the pieces of the one it stopped in
         for last in range(2):
@@ -1365,13 +1313,9 @@ def encode_docs_range(
                     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
                     units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
                 )  # fmt: skip
-                if status == _ST_LONG:
+                if status == _ST_LONG:  # a piece too long for the work arrays: bigger ones
                     size = max(2 * size, pos)
-                    sym = np.empty(size, np.int64)
-                    pp = np.empty(size, np.int64)
-                    nxt = np.empty(size, np.int64)
-                    prv = np.empty(size, np.int64)
-                    heap = np.empty(3 * size, np.int64)
+                    sym, pp, nxt, prv, heap = _work_arrays(size)
                     d0 = d_out
                     continue
                 if status != ST_DONE:
@@ -1393,10 +1337,13 @@ def encode_text(
     (``_scanners.SCANNER_IDS``) and encode it, in one call: a short text spends more in the
     Python between two kernels than in them. Returns ``(status, ids, error_position)`` as
     ``encode_spans`` does."""
+    docs = np.empty((1, 2), np.int64)
+    docs[0, 0] = 0
+    docs[0, 1] = n
     out = np.empty(n * (2 if eow_id >= 0 else 1) + 1, np.int32)
-    zero = np.int64(0)  # not the literal 0: encode_range keeps the one signature Python calls
-    status, k, pos = encode_range(
-        scanner, data, zero, np.int64(n), flags, out, zero, np.int64(SPAN_BATCH),
+    zero = np.int64(0)  # not the literal 0: encode_docs_range keeps the one signature Python calls
+    status, k, pos = encode_docs_range(
+        scanner, data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), flags, out, zero, np.int64(SPAN_BATCH),
         byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
         units, unk_id, eow_id, cache, heap_min,
     )  # fmt: skip

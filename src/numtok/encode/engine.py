@@ -4,7 +4,7 @@ Functions here take the :class:`numtok.Tokenizer` whose tables they pass to the 
 named pattern's short text is split and encoded by one kernel call (``encode_whole``); longer
 input is cut into documents and groups of about ``CHUNK_BYTES`` so that one huge text still
 spreads over threads. A named pattern's kernels scan and encode a batch of pieces at a time
-(``encode_range``, ``_k.encode_docs_range``), so the pieces' spans stay in cache.
+(``encode_scanned``), so the pieces' spans stay in cache.
 """
 
 from __future__ import annotations
@@ -156,10 +156,16 @@ def encode_whole(tok, data: np.ndarray, n: int) -> np.ndarray:
 
 def encode_range(tok, data: np.ndarray, start: int, stop: int, out, k: int, piece_cache: np.ndarray) -> int:
     """Encode the text ``data[start:stop]`` of a named pattern (padded, or followed by more
-    text) into ``out`` from position ``k``, a batch of pieces at a time (``_k.encode_range``);
-    returns the new end of ``out``'s ids."""
-    status, k, pos = _k.encode_range(
-        tok._scanner_id, data, start, stop, class_table(), out, k, _k.SPAN_BATCH,
+    text) into ``out`` from position ``k``; returns the new end of ``out``'s ids."""
+    docs = np.array([[start, stop]], dtype=np.int64)
+    return encode_scanned(tok, data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), out, k, piece_cache)
+
+
+def encode_scanned(tok, data, docs, doc_special, doc_end, out, k: int, piece_cache: np.ndarray) -> int:
+    """Pre-tokenize and encode documents of a named pattern into ``out`` from ``k``, a batch of
+    pieces at a time (``_k.encode_docs_range``); returns the new end of ``out``'s ids."""
+    status, k, pos = _k.encode_docs_range(
+        tok._scanner_id, data, docs, doc_special, doc_end, class_table(), out, k, _k.SPAN_BATCH,
         tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
         tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
         piece_cache, tok._heap_min,
@@ -201,17 +207,7 @@ def run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, caches
             caches[0] = piece_cache = tok._piece_caches.check(piece_cache, int(docs[p1 - 1, 1] - docs[p0, 0]))
         gdocs, gend, gspecial = (docs, doc_end, doc_special) if whole else (docs[g0:g1], doc_end[g0:g1], doc_special[g0:g1])
         if spans is None and strict and tok._scanner_id >= 0:
-            # scanned and encoded a batch of pieces at a time (see _k.encode_docs_range)
-            status, k, pos = _k.encode_docs_range(
-                tok._scanner_id, data, gdocs, gspecial, gend, class_table(), out, k, _k.SPAN_BATCH,
-                tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
-                tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
-                piece_cache, tok._heap_min,
-            )  # fmt: skip
-            if status == _k.ST_NO_SYMBOL:
-                raise ValueError(tok._no_symbol_message(data, pos))
-            if status != _k.ST_DONE:  # pragma: no cover - callers size out for the worst case
-                raise AssertionError("output buffer bound exceeded")
+            k = encode_scanned(tok, data, gdocs, gspecial, gend, out, k, piece_cache)
             continue
         gspans = spans
         if gspans is None:
