@@ -31,8 +31,8 @@ HEAP_MIN = 16
 # encode_batch cuts the documents into tasks of about this many bytes (more tasks than
 # threads, so that uneven documents still balance).
 _TASK_BYTES = 1 << 20
-# Documents are pre-tokenized and encoded in groups of about this many bytes (a named pattern's
-# a batch of pieces at a time within a group).
+# Documents are pre-tokenized and encoded in groups of about this many bytes (within a group,
+# a named pattern's pieces a batch at a time: encode_scanned).
 CHUNK_BYTES = 1 << 18
 
 
