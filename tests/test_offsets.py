@@ -26,8 +26,10 @@ GPT2_JSON = DATA.parents[2] / "shared" / "ref" / "gpt2_tokenizer.json"
 TEXT = st.lists(
     st.one_of(
         # not code points unassigned in Python's Unicode database (14.0): HF's regex tables are
-        # as old, numtok's are 17.0 (U+323B0 is a letter only to numtok, see README)
-        st.text(st.characters(codec=None).filter(lambda c: unicodedata.category(c) != "Cn"), max_size=6),
+        # as old, numtok's are 17.0 (U+323B0 is a letter only to numtok, see README); no lone
+        # surrogates, which HF's Python binding refuses (TypeError; numtok's handling of them is
+        # checked against tiktoken in test_encode)
+        st.text(st.characters(codec=None).filter(lambda c: unicodedata.category(c) not in ("Cn", "Cs")), max_size=6),
         st.sampled_from(["👋", "🇫🇷", "e\u0301", "世界", "한국어", "नमस्ते", "Привет", " ", "  ", "\n", "'s", "123"]),
     ),
     max_size=12,
