@@ -12,9 +12,12 @@ import ctypes
 import functools
 import gzip
 import multiprocessing
+import os
 import pickle
 import random
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -847,6 +850,83 @@ def test_padded_utf8_blocks_of_mixed_widths(text, pad, widener, surrogate_at):
     out, _ = converted
     assert out.tobytes() == text.encode("utf-8")
     assert out.base[len(out) : len(out) + pad].tolist() == [0] * pad
+
+
+def _utf8_of_units_reference(units: list[int]) -> bytes | None:
+    """Slow and obviously right: the UTF-8 of code units, None if one is a surrogate."""
+    if any(0xD800 <= u <= 0xDFFF for u in units):
+        return None
+    return "".join(map(chr, units)).encode("utf-8")
+
+
+@functools.cache
+def _utf8_of16_blocks():
+    from numba import njit
+
+    from numtok._native.intrinsics import utf8_of16
+
+    @njit
+    def blocks(units, out, o):  # every whole block of 16 units, from out[o] on
+        for i in range(0, len(units) - 15, 16):
+            o = utf8_of16(units, i, out, o)
+            if o < 0:
+                return -1
+        return o
+
+    return blocks
+
+
+UNIT_RANGES = {np.uint8: [(0, 0x7F), (0x80, 0xFF)], np.uint16: [(0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF)]}
+UNIT_RANGES[np.uint32] = UNIT_RANGES[np.uint16] + [(0x10000, 0x10FFFF)]
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(UNIT_RANGES, key=lambda t: t().itemsize)).flatmap(
+    lambda dtype: st.tuples(
+        st.just(dtype),
+        st.lists(st.sampled_from(UNIT_RANGES[dtype]).flatmap(lambda r: st.integers(*r)), min_size=16, max_size=80),
+    )
+), st.integers(0, 9))  # fmt: skip
+def test_utf8_of16_writes_each_units_utf8(dtype_units, o):
+    """The vector kernel (a compress-store of each unit's UTF-8 word; LLVM's scalar form of it
+    on CPUs without vpcompressb) writes the reference's bytes for each whole block of 16 code
+    units of any width, and returns -1 for a block with a surrogate."""
+    dtype, values = dtype_units
+    units = np.array(values, dtype=dtype)
+    whole = len(values) // 16 * 16
+    out = np.full(o + 4 * whole + 64, 0xAA, np.uint8)
+    end = _utf8_of16_blocks()(units, out, o)
+    expected = _utf8_of_units_reference(values[:whole])
+    if expected is None:
+        assert end == -1
+        return
+    assert end == o + len(expected) and out[o:end].tobytes() == expected
+    assert out[:o].tolist() == [0xAA] * o
+
+
+def test_utf8_conversion_without_byte_compress():
+    """Where Numba compiles for a CPU without vpcompressb (``NUMBA_CPU_NAME=generic`` here),
+    the conversion keeps its per-character loops, and they write str.encode's bytes for every
+    mix of widths and str kind."""
+    script = f"""
+import random
+import numpy as np
+from numtok._native import intrinsics
+from numtok._native.utf8 import padded_utf8
+assert not intrinsics.HAS_BYTE_COMPRESS
+rng = random.Random(7)
+for mix in {WIDTH_MIXES!r}:
+    for n in (31, 32, 33, 100, 1000):
+        for widener in ("", "\\U0001F600"):
+            text = "".join(rng.choice(mix) for _ in range(n)) + widener
+            out, _ = padded_utf8(text, 8, np.zeros(0, np.int64))
+            assert out.tobytes() == text.encode("utf-8"), (mix, n)
+        assert padded_utf8(text[:20] + "\\udc00" + text[20:], 8, np.zeros(0, np.int64)) is None
+print("ok")
+"""
+    env = dict(os.environ, NUMBA_CPU_NAME="generic")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
 def test_utf8_conversion_falls_back_when_its_buffer_is_refused(monkeypatch):

@@ -289,3 +289,84 @@ def utf8_widths32(typingctx, units, i):
         return builder.or_(low, builder.shl(high, ir.Constant(i64, 32)))
 
     return sig, codegen
+
+
+def _target_features() -> str:
+    """The CPU features Numba compiles for, as LLVM's "+feature,-feature" string: as Numba
+    chooses them (``NUMBA_CPU_FEATURES``, empty for ``NUMBA_CPU_NAME=generic``, else the host's
+    less AVX if ``NUMBA_ENABLE_AVX=0``)."""
+    from numba.core import codegen, config
+
+    return config.CPU_FEATURES if config.CPU_FEATURES is not None else codegen.get_host_cpu_features()
+
+
+# vpcompressb (AVX-512 VBMI2 with VL): where LLVM lowers a masked compress-store to one
+# instruction. Elsewhere it would lower to 64 conditional stores, slower than the scalar loop.
+HAS_BYTE_COMPRESS = all(f"+{f}" in _target_features().split(",") for f in ("avx512vbmi2", "avx512bw", "avx512vl"))
+
+
+@intrinsic
+def utf8_of16(typingctx, units, i, out, o):
+    """Write the UTF-8 of the 16 code units at ``units[i]`` (uint8, uint16 or uint32) at
+    ``out[o]`` and return where it ends, or -1 if one is a surrogate (nothing useful is
+    written then). No bounds checks: the caller keeps ``i + 16 <= len(units)`` and
+    ``o + 64 <= len(out)``.
+
+    Each unit's UTF-8 is made as a 4-byte word in one vector lane and the bytes past each
+    character's length are squeezed out by a masked compress-store: branch-free for any mix of
+    widths. Use it only where ``HAS_BYTE_COMPRESS``."""
+    if not (isinstance(units, types.Array) and units.ndim == 1 and units.layout == "C" and units.dtype in (types.uint8, types.uint16, types.uint32)):
+        return None
+    if not (isinstance(out, types.Array) and out.ndim == 1 and out.layout == "C" and out.dtype == types.uint8):
+        return None
+    sig = types.int64(units, i, out, o)
+
+    def codegen(context, builder, signature, args):
+        src = context.make_array(signature.args[0])(context, builder, args[0])
+        dst = context.make_array(signature.args[2])(context, builder, args[2])
+        bits = signature.args[0].dtype.bitwidth
+        i1, i8, i16, i32, i64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
+        lanes = ir.VectorType(i32, 16)
+
+        def splat(value):
+            return ir.Constant(lanes, [value] * 16)
+
+        v = builder.load(builder.bitcast(builder.gep(src.data, [args[1]]), ir.VectorType(ir.IntType(bits), 16).as_pointer()), align=1)
+        c = v if bits == 32 else builder.zext(v, lanes)
+
+        def cont(shift):  # a continuation byte: 0x80 | six bits of c from bit ``shift``
+            part = builder.lshr(c, splat(shift)) if shift else c
+            return builder.or_(builder.and_(part, splat(0x3F)), splat(0x80))
+
+        def lead(shift, marker):
+            return builder.or_(builder.lshr(c, splat(shift)), splat(marker))
+
+        def at(value, byte):
+            return builder.shl(value, splat(8 * byte))
+
+        w2 = builder.or_(lead(6, 0xC0), at(cont(0), 1))
+        w3 = builder.or_(builder.or_(lead(12, 0xE0), at(cont(6), 1)), at(cont(0), 2))
+        is2 = builder.icmp_unsigned(">=", c, splat(0x80))
+        is3 = builder.icmp_unsigned(">=", c, splat(0x800))
+        word = builder.select(is3, w3, builder.select(is2, w2, c))
+        keep = builder.select(is3, splat(0xFFFFFF), builder.select(is2, splat(0xFFFF), splat(0xFF)))
+        if bits == 32:
+            w4 = builder.or_(builder.or_(lead(18, 0xF0), at(cont(12), 1)), builder.or_(at(cont(6), 2), at(cont(0), 3)))
+            is4 = builder.icmp_unsigned(">=", c, splat(0x10000))
+            word = builder.select(is4, w4, word)
+            keep = builder.select(is4, splat(0xFFFFFFFF), keep)
+        bytes64 = ir.VectorType(i8, 64)
+        mask = builder.icmp_unsigned("!=", builder.bitcast(keep, bytes64), ir.Constant(bytes64, [0] * 64))
+        ptr = builder.gep(dst.data, [args[3]])
+        fnty = ir.FunctionType(ir.VoidType(), [bytes64, i8.as_pointer(), ir.VectorType(i1, 64)])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.masked.compressstore.v64i8")
+        builder.call(fn, [builder.bitcast(word, bytes64), builder.bitcast(ptr, i8.as_pointer()), mask])
+        ctpop = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64]), "llvm.ctpop.i64")
+        end = builder.add(args[3], builder.call(ctpop, [builder.bitcast(mask, i64)]))
+        if bits == 8:
+            return end
+        surrogate = builder.icmp_unsigned("==", builder.and_(c, splat(0xFFFFF800)), splat(0xD800))
+        bad = builder.icmp_unsigned("!=", builder.bitcast(surrogate, i16), ir.Constant(i16, 0))
+        return builder.select(bad, ir.Constant(i64, -1), end)
+
+    return sig, codegen

@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
-from .intrinsics import HIGH_BITS, address_view, load_u64, narrow_ascii32, store_u32, str_data_address, utf8_widths32
+from .intrinsics import HAS_BYTE_COMPRESS, HIGH_BITS, address_view, load_u64, narrow_ascii32, store_u32, str_data_address, utf8_of16, utf8_widths32
 from .jit import cached_njit
 
 
@@ -163,6 +163,14 @@ def _units_to_utf8(units, out, start, char_ends, byte_ends):
                 if wide == 0:
                     i += 32
                     o += 32
+                    continue
+                if HAS_BYTE_COMPRESS and o + 128 <= nout:  # any mix of widths, 16 at a time
+                    o = utf8_of16(units, i, out, o)
+                    if o >= 0:
+                        o = utf8_of16(units, i + 16, out, o)
+                    if o < 0:
+                        return -1
+                    i += 32
                     continue
                 widths = utf8_widths32(units, i)
                 if np.uint32(widths & 0xFFFFFFFF) == wide:
