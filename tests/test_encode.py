@@ -929,6 +929,40 @@ print("ok")
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
+def _mapping_flags(address: int) -> set[str]:
+    """The VmFlags of the memory mapping that holds ``address`` (/proc/self/smaps)."""
+    inside = False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split()[0]
+            if not head.endswith(":"):  # a mapping's first line: "lo-hi perms ..."
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= address < hi
+            elif inside and head == "VmFlags:":
+                return set(line.split()[1:])
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+@pytest.mark.skipif(not os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"), reason="no transparent huge pages")
+def test_ids_and_utf8_of_long_texts_stay_off_huge_pages():
+    """Arrays written once in order (ids, a batch's UTF-8) are advised off the huge pages NumPy
+    asks for (a fault there may compact memory first); shrinking the ids keeps the advice, and
+    the ids stay tiktoken's."""
+    from numtok._native.hugepages import empty_on_small_pages
+
+    a = empty_on_small_pages(3 << 20, np.int32)
+    assert "nh" in _mapping_flags(a.ctypes.data + a.nbytes // 2) and "hg" not in _mapping_flags(a.ctypes.data + a.nbytes // 2)
+    enc = numtok.load("cl100k_base")
+    text = (sample_text() + "\n\n") * 6 + "é"  # 1.8 M characters: streamed, ids shrunk at the end
+    expected = reference("cl100k_base").encode_ordinary(text)
+    ids = enc.encode_ordinary(text)
+    assert ids.tolist() == expected
+    assert "nh" in _mapping_flags(ids.ctypes.data + ids.nbytes // 2)
+    batch = enc.encode_ordinary_batch([text, text[:1000]], num_threads=1)
+    assert batch.to_list() == [expected, reference("cl100k_base").encode_ordinary(text[:1000])]
+    assert "nh" in _mapping_flags(batch.ids.ctypes.data + batch.ids.nbytes // 2)
+
+
 def test_utf8_conversion_falls_back_when_its_buffer_is_refused(monkeypatch):
     """The GIL-free conversion reserves the worst case (4 bytes a character for a 4-byte str);
     where the OS refuses that much address space, str.encode (real size) takes over."""
