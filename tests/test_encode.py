@@ -944,23 +944,27 @@ def _mapping_flags(address: int) -> set[str]:
 
 
 @pytest.mark.skipif(not os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"), reason="no transparent huge pages")
-def test_ids_and_utf8_of_long_texts_stay_off_huge_pages():
-    """Arrays written once in order (ids, a batch's UTF-8) are advised off the huge pages NumPy
-    asks for (a fault there may compact memory first); shrinking the ids keeps the advice, and
-    the ids stay tiktoken's."""
-    from numtok._native.hugepages import empty_on_small_pages
+def test_ids_and_utf8_of_long_texts_stay_off_huge_pages(monkeypatch):
+    """Arrays written once in order (ids, a batch's UTF-8) from ``SMALL_PAGES_FROM`` bytes on
+    are advised off the huge pages NumPy asks for (lowered here to reach it); shrinking the ids
+    keeps the advice, and the ids stay tiktoken's. Smaller ones keep NumPy's advice."""
+    from numtok._native import hugepages
 
-    a = empty_on_small_pages(3 << 20, np.int32)
-    assert "nh" in _mapping_flags(a.ctypes.data + a.nbytes // 2) and "hg" not in _mapping_flags(a.ctypes.data + a.nbytes // 2)
+    middle = lambda a: a.ctypes.data + a.nbytes // 2  # noqa: E731
+    small = hugepages.empty_written_once(3 << 20, np.int32)  # 12 MiB: NumPy's huge pages
+    assert "hg" in _mapping_flags(middle(small)) and "nh" not in _mapping_flags(middle(small))
+    monkeypatch.setattr(hugepages, "SMALL_PAGES_FROM", 4 << 20)
+    big = hugepages.empty_written_once(3 << 20, np.int32)
+    assert "nh" in _mapping_flags(middle(big)) and "hg" not in _mapping_flags(middle(big))
     enc = numtok.load("cl100k_base")
     text = (sample_text() + "\n\n") * 6 + "é"  # 1.8 M characters: streamed, ids shrunk at the end
     expected = reference("cl100k_base").encode_ordinary(text)
     ids = enc.encode_ordinary(text)
     assert ids.tolist() == expected
-    assert "nh" in _mapping_flags(ids.ctypes.data + ids.nbytes // 2)
+    assert "nh" in _mapping_flags(middle(ids))
     batch = enc.encode_ordinary_batch([text, text[:1000]], num_threads=1)
     assert batch.to_list() == [expected, reference("cl100k_base").encode_ordinary(text[:1000])]
-    assert "nh" in _mapping_flags(batch.ids.ctypes.data + batch.ids.nbytes // 2)
+    assert "nh" in _mapping_flags(middle(batch.ids))
 
 
 def test_utf8_conversion_falls_back_when_its_buffer_is_refused(monkeypatch):

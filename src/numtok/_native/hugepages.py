@@ -9,11 +9,13 @@ first and last 2 MiB stay on small pages, and arrays made inside Numba kernels g
 
 Where the system has no transparent huge pages (or they are off), these are ordinary arrays.
 
-Arrays written once from start to end (ids, UTF-8 buffers) are kept on 4 KiB pages instead
-(:func:`empty_on_small_pages`): a sequential write gains nothing from huge pages, and with the
-kernel's default ``defrag=madvise`` a fault in memory NumPy advised onto them may compact
-memory first. On a fresh 100 MB text, 4 of 9 ``encode_ordinary`` calls spent 120-256 ms more
-in the kernel (0.5x their speed) until the ids array was kept off huge pages.
+Arrays of 256 MiB or more written once from start to end (the ids and UTF-8 of texts of
+64-256 MB and up) are kept on 4 KiB pages instead (:func:`empty_written_once`): NumPy advises
+any array of 4 MiB or more onto huge pages, and a fault there can stall for milliseconds a page
+(compaction, or on a VM memory the host must map again). On fresh 100 MB strs, 4 of 9
+``encode_ordinary`` calls spent 120-256 ms more in the kernel (0.5-0.7x their speed) until the
+ids array was kept off huge pages; on 9-30 MB texts huge pages stalled 1 call in 22 and small
+pages cost 3-5 % (one fault per 4 KiB), so smaller arrays keep NumPy's advice.
 """
 
 from __future__ import annotations
@@ -68,23 +70,24 @@ def copy(a: np.ndarray) -> np.ndarray:
     return out
 
 
-# NumPy advises arrays of this many bytes or more onto huge pages (numpy/_core/src/multiarray/alloc.c).
-_NUMPY_HUGE_FROM = 4 << 20
+# From this size on, an array written once in order goes on 4 KiB pages (see the module notes).
+SMALL_PAGES_FROM = 256 << 20
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
-def empty_on_small_pages(n: int, dtype) -> np.ndarray:
-    """``np.empty(n, dtype)``, with NumPy's advice to put it on huge pages taken back (Linux;
-    elsewhere, or if the system refuses, a plain ``np.empty``). For arrays a kernel writes
-    once in order, and that may be shrunk in place (``ndarray.resize``).
+def empty_written_once(n: int, dtype) -> np.ndarray:
+    """``np.empty(n, dtype)`` for an array a kernel writes once in order and that may be shrunk
+    in place (``ndarray.resize``): from ``SMALL_PAGES_FROM`` bytes on, NumPy's advice to put it
+    on huge pages is taken back (Linux; elsewhere, or if the system refuses, a plain
+    ``np.empty``).
 
-    >>> a = empty_on_small_pages(1 << 21, np.int32)
+    >>> a = empty_written_once(1 << 21, np.int32)
     >>> a.shape, a.dtype, a.flags.owndata
     ((2097152,), dtype('int32'), True)
     """
     a = np.empty(n, dtype)
     advice = getattr(mmap, "MADV_NOHUGEPAGE", None)
-    if _libc is None or advice is None or a.nbytes < _NUMPY_HUGE_FROM:
+    if _libc is None or advice is None or a.nbytes < SMALL_PAGES_FROM:
         return a
     start = -a.ctypes.data % mmap.PAGESIZE  # whole pages only, as NumPy advised them
     length = (a.nbytes - start) // mmap.PAGESIZE * mmap.PAGESIZE

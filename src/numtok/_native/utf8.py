@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
-from .hugepages import empty_on_small_pages
+from .hugepages import empty_written_once
 from .intrinsics import HAS_BYTE_COMPRESS, HIGH_BITS, address_view, load_u64, narrow_ascii32, store_u32, str_data_address, utf8_of16, utf8_widths32
 from .jit import cached_njit
 
@@ -281,7 +281,7 @@ def worst_case_buffer(bound: int, pad: int) -> np.ndarray | None:
     only the real size). Pages past what is written are never touched: they cost address
     space, not memory."""
     try:
-        return empty_on_small_pages(bound + pad, np.uint8)
+        return empty_written_once(bound + pad, np.uint8)
     except MemoryError:
         return None
 

@@ -22,7 +22,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .._native.hugepages import empty_on_small_pages
+from .._native.hugepages import empty_written_once
 from ..io.arrow import require_pyarrow, string_arrays, text_slabs
 from . import _kernels as _k
 from .buffers import PAD, padded
@@ -40,7 +40,7 @@ def arrow_ids_and_offsets(tok, obj, *, threads: int, allowed: frozenset, disallo
     out = None
     if not count:
         bound = sum(p.text_bytes for p in plans) * (2 if tok._eow_id >= 0 else 1) + sum(p.n_docs for p in plans) + 1
-        out = empty_on_small_pages(bound, np.int32)
+        out = empty_written_once(bound, np.int32)
     tasks = [(plan, a, b) for plan in plans for a, b in plan.tasks(threads, tok._chunk_bytes)]
 
     def work(task):

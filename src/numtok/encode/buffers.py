@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from .._native.hugepages import empty_on_small_pages
+from .._native.hugepages import empty_written_once
 from .._native.pystr import utf8_in_place
 from .._native.utf8 import padded_utf8, utf8_bytes
 
@@ -80,7 +80,7 @@ def padded(raw) -> np.ndarray:
     n = len(raw)
     if isinstance(raw, bytes) and n < 4096:  # cheaper for short inputs; writable like the rest
         return np.frombuffer(bytearray(raw + _PAD_BYTES), dtype=np.uint8)[:n]
-    buffer = empty_on_small_pages(n + PAD, np.uint8)
+    buffer = empty_written_once(n + PAD, np.uint8)
     buffer[:n] = np.frombuffer(raw, dtype=np.uint8) if isinstance(raw, (bytes, bytearray, memoryview)) else raw
     buffer[n:] = 0
     return buffer[:n]

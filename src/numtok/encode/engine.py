@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._native.hugepages import empty_on_small_pages
+from .._native.hugepages import empty_written_once
 from .._native.sink import CountSink
 from .._native.utf8 import utf8_bytes
 from ..pretokenizers import _scanners, split_bytes
@@ -100,7 +100,7 @@ def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = T
         groups = cut_tasks(docs, 1, tok._chunk_bytes, by_chunk=True)
     # Each byte gives at most one id (two with end_of_word), each document one special.
     cap = total * (2 if tok._eow_id >= 0 else 1) + n_docs + 1
-    out = CountSink(cap) if count else empty_on_small_pages(cap, np.int32)
+    out = CountSink(cap) if count else empty_written_once(cap, np.int32)
     doc_end = np.empty(n_docs, dtype=np.int64)
     caches = [tok._piece_caches.take(total) if cache else NO_CACHE]  # run_groups may grow it
     try:

@@ -7,7 +7,7 @@ from typing import Literal, overload
 import numpy as np
 
 from .._native import pystr as _pystr
-from .._native.hugepages import empty_on_small_pages
+from .._native.hugepages import empty_written_once
 from .._native.sink import CountSink
 from .._native.utf8 import contains_any
 from ..pretokenizers import _scanners
@@ -118,7 +118,7 @@ def _encode_in_place(tok, data: np.ndarray, needles: tuple | None, count: bool) 
 def _output(tok, nbytes: int, count: bool):
     """An ids array or a CountSink for at most ``nbytes`` of text."""
     bound = nbytes * (2 if tok._eow_id >= 0 else 1) + 1
-    return CountSink(bound) if count else empty_on_small_pages(bound, np.int32)
+    return CountSink(bound) if count else empty_written_once(bound, np.int32)
 
 
 def _result(out, k: int, count: bool) -> np.ndarray | int:
