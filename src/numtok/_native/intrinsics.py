@@ -221,6 +221,16 @@ ascii_class_masks64 = _ascii_class_masks(64)
 ascii_class_masks32 = _ascii_class_masks(32)
 
 
+def _is_code_units(t) -> bool:
+    """Whether Numba type ``t`` is a 1-D C array of a str's code units (1, 2 or 4 bytes)."""
+    return isinstance(t, types.Array) and t.ndim == 1 and t.layout == "C" and t.dtype in (types.uint8, types.uint16, types.uint32)
+
+
+def _is_bytes(t) -> bool:
+    """Whether Numba type ``t`` is a 1-D C uint8 array."""
+    return isinstance(t, types.Array) and t.ndim == 1 and t.layout == "C" and t.dtype == types.uint8
+
+
 @intrinsic
 def narrow_ascii32(typingctx, units, i, out, o):
     """Store the low bytes of the 32 code units at ``units[i]`` (uint8, uint16 or uint32) as 32
@@ -230,9 +240,7 @@ def narrow_ascii32(typingctx, units, i, out, o):
 
     One vector load, compare and narrowing store per 32 characters (LLVM emits ``vpackuswb``
     and friends), where a str's code units are written to UTF-8."""
-    if not (isinstance(units, types.Array) and units.ndim == 1 and units.layout == "C" and units.dtype in (types.uint8, types.uint16, types.uint32)):
-        return None
-    if not (isinstance(out, types.Array) and out.ndim == 1 and out.layout == "C" and out.dtype == types.uint8):
+    if not (_is_code_units(units) and _is_bytes(out)):
         return None
     sig = types.uint32(units, i, out, o)
 
@@ -261,7 +269,7 @@ def utf8_widths32(typingctx, units, i):
     Compared with :func:`narrow_ascii32`'s mask, it tells a block of Russian (ASCII and 2-byte
     characters) or of Chinese, Korean, Hindi (ASCII and 3-byte) from one that needs the
     general per-character path."""
-    if not (isinstance(units, types.Array) and units.ndim == 1 and units.layout == "C" and units.dtype in (types.uint8, types.uint16, types.uint32)):
+    if not _is_code_units(units):
         return None
     sig = types.uint64(units, i)
 
@@ -315,9 +323,7 @@ def utf8_of16(typingctx, units, i, out, o):
     Each unit's UTF-8 is made as a 4-byte word in one vector lane and the bytes past each
     character's length are squeezed out by a masked compress-store: branch-free for any mix of
     widths. Use it only where ``HAS_BYTE_COMPRESS``."""
-    if not (isinstance(units, types.Array) and units.ndim == 1 and units.layout == "C" and units.dtype in (types.uint8, types.uint16, types.uint32)):
-        return None
-    if not (isinstance(out, types.Array) and out.ndim == 1 and out.layout == "C" and out.dtype == types.uint8):
+    if not (_is_code_units(units) and _is_bytes(out)):
         return None
     sig = types.int64(units, i, out, o)
 
