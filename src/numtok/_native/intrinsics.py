@@ -308,10 +308,14 @@ def _target_features() -> str:
     return config.CPU_FEATURES if config.CPU_FEATURES is not None else codegen.get_host_cpu_features()
 
 
-_LLVM_VERSION = tuple(binding.llvm_version_info)
 # vpcompressb (AVX-512 VBMI2 with VL): where LLVM lowers a byte compress to one instruction.
-# Elsewhere it would lower to 64 conditional moves or stores, slower than the scalar loop.
-HAS_BYTE_COMPRESS = all(f"+{f}" in _target_features().split(",") for f in ("avx512vbmi2", "avx512bw", "avx512vl"))
+# Elsewhere it would lower to 64 conditional moves, slower than the scalar loop. LLVM 19 is the
+# first with a compress in a register (``llvm.experimental.vector.compress``); older ones have
+# only the compress-store, whose memory form of vpcompressb AMD Zen 4 runs microcoded (about
+# one per 140 cycles).
+HAS_BYTE_COMPRESS = tuple(binding.llvm_version_info) >= (19,) and all(
+    f"+{f}" in _target_features().split(",") for f in ("avx512vbmi2", "avx512bw", "avx512vl")
+)
 
 
 @intrinsic
@@ -322,8 +326,8 @@ def utf8_of16(typingctx, units, i, out, o):
     checks: the caller keeps ``i + 16 <= len(units)`` and ``o + 64 <= len(out)``.
 
     Each unit's UTF-8 is made as a 4-byte word in one vector lane and the bytes past each
-    character's length are squeezed out by a masked compress-store: branch-free for any mix of
-    widths. Use it only where ``HAS_BYTE_COMPRESS``."""
+    character's length are squeezed out by a vector compress: branch-free for any mix of
+    widths. Use it only where ``HAS_BYTE_COMPRESS`` (it needs LLVM 19 or later)."""
     if not (_is_code_units(units) and _is_bytes(out)):
         return None
     sig = types.int64(units, i, out, o)
@@ -365,17 +369,11 @@ def utf8_of16(typingctx, units, i, out, o):
         bytes64 = ir.VectorType(i8, 64)
         mask = builder.icmp_unsigned("!=", builder.bitcast(keep, bytes64), ir.Constant(bytes64, [0] * 64))
         ptr = builder.bitcast(builder.gep(dst.data, [args[3]]), i8.as_pointer())
-        if _LLVM_VERSION >= (19,):
-            # Compress in a register, then one plain store: vpcompressb with a memory operand is
-            # microcoded on AMD Zen 4 (one per ~140 cycles).
-            fnty = ir.FunctionType(bytes64, [bytes64, ir.VectorType(i1, 64), bytes64])
-            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.experimental.vector.compress.v64i8")
-            packed = builder.call(fn, [builder.bitcast(word, bytes64), mask, ir.Constant(bytes64, ir.Undefined)])
-            builder.store(packed, builder.bitcast(ptr, bytes64.as_pointer()), align=1)
-        else:
-            fnty = ir.FunctionType(ir.VoidType(), [bytes64, i8.as_pointer(), ir.VectorType(i1, 64)])
-            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.masked.compressstore.v64i8")
-            builder.call(fn, [builder.bitcast(word, bytes64), ptr, mask])
+        # Compressed in a register, then one plain store (see HAS_BYTE_COMPRESS).
+        fnty = ir.FunctionType(bytes64, [bytes64, ir.VectorType(i1, 64), bytes64])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.experimental.vector.compress.v64i8")
+        packed = builder.call(fn, [builder.bitcast(word, bytes64), mask, ir.Constant(bytes64, ir.Undefined)])
+        builder.store(packed, builder.bitcast(ptr, bytes64.as_pointer()), align=1)
         ctpop = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64]), "llvm.ctpop.i64")
         end = builder.add(args[3], builder.call(ctpop, [builder.bitcast(mask, i64)]))
         if bits == 8:
