@@ -159,7 +159,7 @@ def encode_range(tok, data: np.ndarray, start: int, stop: int, out, k: int, piec
     """Encode the text ``data[start:stop]`` of a named pattern (padded, or followed by more
     text) into ``out`` from position ``k``; returns the new end of ``out``'s ids."""
     docs = np.array([[start, stop]], dtype=np.int64)
-    return encode_scanned(tok, data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), out, k, piece_cache)
+    return encode_scanned(tok, data, docs, NO_SPECIAL, np.empty(1, np.int64), out, k, piece_cache)
 
 
 def encode_scanned(tok, data, docs, doc_special, doc_end, out, k: int, piece_cache: np.ndarray) -> int:
