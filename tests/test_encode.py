@@ -538,8 +538,8 @@ def _encode_range(enc, text: str, batch: int, start_at: int = 0, count: bool = F
     data = buffers.padded_utf8_of(text)
     out = CountSink(len(data) + 1) if count else np.full(len(data) + 1, -1, np.int32)
     docs = np.array([[start_at, len(data)]], np.int64)
-    status, k, _ = kernels.encode_docs_range(
-        enc._scanner_id, data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), class_table(), out, 0, batch,
+    status, k, _ = kernels.ENCODE_DOCS_RANGE[enc._scanner_id](
+        data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), class_table(), out, 0, batch,
         enc._byte_id, enc._bp, enc._tok_bytes, enc._tok_off, enc._tok_tab, enc._whole_tab,
         enc._whole_ext, enc._max_whole_len, enc._pair_tab, enc._pair_filter, enc._res_of, enc._units_code, enc._unk_id, enc._eow_id,
         enc._piece_caches.take(len(data)), enc._heap_min,

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_encode import reference
 
 import numtok
 from numtok._native import jit
@@ -322,6 +323,39 @@ def test_after_warmup_the_wordpiece_area_compiles_nothing():
     assert _compiled_by(["wordpiece"], env) == []
 
 
+_FIRST_ENCODE = """
+import json
+import numtok
+from numba.core import event
+compiled = []
+class Listener(event.Listener):
+    def on_start(self, e):
+        compiled.append(e.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, e):
+        pass
+event.register("numba:compile", Listener())
+ids = numtok.load("r50k_base").encode("hello world, naïve café")
+print(json.dumps({"ids": ids.tolist(), "compiled": compiled}))
+"""
+
+
+def test_a_first_encode_compiles_only_its_patterns_scanner_and_a_second_process_loads_it(tmp_path):
+    """Each named pattern's scan-and-encode kernels call only its scanner (10-22 s of
+    compiling each), and are found again by the next process although a factory made them:
+    Numba's own cache key of a closure that holds a kernel changed with every process."""
+    env = _env(pythonpath=_copy_package(tmp_path), NUMTOK_JIT_CACHE=tmp_path / "cache")
+    runs = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", _FIRST_ENCODE], env=env, capture_output=True, text=True, cwd="/")
+        assert out.returncode == 0, out.stderr
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    cold, warm = runs
+    assert cold["ids"] == warm["ids"] == reference("r50k_base").encode("hello world, naïve café")
+    assert {"_split_gpt2", "encode_text_gpt2", "encode_docs_range_gpt2"} <= set(cold["compiled"])
+    assert not {"_split_cl100k", "_split_o200k", "encode_text_cl100k", "encode_docs_range_o200k"} & set(cold["compiled"])
+    assert warm["compiled"] == []
+
+
 @pytest.mark.slow
 def test_after_a_full_warmup_nothing_compiles_and_every_kernel_is_cached(tmp_path):
     env = _env(pythonpath=_copy_package(tmp_path), NUMTOK_JIT_CACHE=tmp_path / "cache")
@@ -350,10 +384,11 @@ for info in pkgutil.walk_packages(numtok.__path__, "numtok."):
     except ImportError:  # an optional extra (dask, pyarrow) that is not installed
         continue
     for value in vars(module).values():
-        cache = getattr(value, "_cache", None)
-        if isinstance(cache, KernelCache) and value.py_func.__module__ == info.name:
-            index = os.path.join(cache.cache_path, cache._cache_file._index_name)
-            found.append((info.name + "." + value.py_func.__qualname__, os.path.exists(index)))
+        for kernel in value if isinstance(value, tuple) else (value,):  # one kernel per scanner
+            cache = getattr(kernel, "_cache", None)
+            if isinstance(cache, KernelCache) and kernel.py_func.__module__ == info.name:
+                index = os.path.join(cache.cache_path, cache._cache_file._index_name)
+                found.append((info.name + "." + kernel.py_func.__qualname__, os.path.exists(index)))
 print(json.dumps(sorted(set(found))))
 """
 

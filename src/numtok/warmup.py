@@ -64,6 +64,10 @@ def _encode_paths(enc) -> None:
 def _job_encode() -> None:
     import numtok
 
+    # Each named pattern's scanner has its own scan-and-encode kernels: all of them here, before
+    # the jobs that wait for this one build tokenizers of every pattern.
+    for name in ("o200k_base", "r50k_base"):
+        _encode_paths(numtok.load(name))
     enc = numtok.load("cl100k_base")
     _encode_paths(enc)
     # Past 4 MiB of text the tokenizer's piece caches grow (``grow_piece_cache``): a user's job
@@ -75,8 +79,7 @@ def _job_encode() -> None:
 def _job_encodings() -> None:
     import numtok
 
-    for name in ("o200k_base", "r50k_base", "p50k_base"):
-        _encode_paths(numtok.load(name))
+    _encode_paths(numtok.load("p50k_base"))
     big = np.frombuffer((_text() * 100).encode(), dtype=np.uint8)  # > 1 MiB: split over threads
     # Unequal documents: the longer is more than a thread's share, so it is cut too.
     docs = np.array([[0, 3 * len(big) // 4], [3 * len(big) // 4, len(big)]], dtype=np.int64)

@@ -183,6 +183,11 @@ def _warn_once(key: str, message: str) -> None:
         print(f"numtok: {message}", file=sys.stderr, flush=True)
 
 
+def _cell_key(value):
+    py_func = getattr(value, "py_func", None)  # a kernel
+    return (py_func.__module__, py_func.__qualname__) if py_func is not None else value
+
+
 class KernelCache(caching.Cache):
     """Numba's per-function cache with the locations, stamp and damage rules above."""
 
@@ -203,6 +208,15 @@ class KernelCache(caching.Cache):
         rtsys.initialize(target_context)
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
+
+    def _index_key(self, sig, codegen):
+        # Numba keys a closure by its cells pickled, and a kernel pickles with a uuid new in
+        # every process: a kernel a factory makes (``encode._kernels._scanning_kernels``) that
+        # calls another would never be found again. A kernel cell is keyed by its name; the
+        # source digest already covers its code.
+        cells = tuple(_cell_key(c.cell_contents) for c in self._py_func.__closure__ or ())
+        code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
+        return (sig, codegen.magic_tuple(), (code, hashlib.sha256(repr(cells).encode()).hexdigest()))
 
     def _load_overload(self, sig, target_context):
         if not self._enabled:

@@ -57,7 +57,7 @@ from .._native import hugepages as _hugepages
 from .._native.intrinsics import HIGH_BITS, load_u64, prefetch
 from .._native.jit import cached_njit
 from .._native.sink import store_id_pair  # the import also registers CountSink (encode_spans counts into one)
-from ..pretokenizers._scanners import is_cut, scan_into
+from ..pretokenizers._scanners import SCANNER_KINDS, is_cut, scan_into
 
 INF_PRIORITY = 0x7FFFFFFF
 _C1 = np.uint64(0x9E3779B97F4A7C15)
@@ -1256,98 +1256,109 @@ def _encode_loop(
     return ST_DONE, k, j, docs.shape[0], -1
 
 
-@cached_njit(nogil=True)
-def encode_docs_range(
-    scanner, data, docs, doc_special, doc_end, flags, out, k, batch,
-    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-    units, unk_id, eow_id, cache, heap_min,
-):  # fmt: skip
-    """Pre-tokenize the documents ``docs`` of ``data`` (padded, or followed by more text) with
-    scanner number ``scanner`` (``_scanners.SCANNER_IDS``) and encode them into ``out`` from
-    position ``k``, ``batch`` pieces at a time: each batch is scanned, then encoded while its
-    spans (16 bytes a piece) and text are still in the core's cache. (Scanned 256 KiB at a
-    time, English's spans took 850 KiB, which pushed the token table's and piece cache's lines
-    out of a 2 MiB L2 before the loop read them: the loop ran 1.2x slower.) After document
-    ``d`` ends, ``doc_special[d]`` (if >= 0) is emitted and ``doc_end[d]`` set to the ids so
-    far. Returns ``(status, k, error_position)`` as ``encode_spans`` does; ``ST_FULL`` leaves
-    ``out`` partly written."""
-    ndocs = docs.shape[0]
-    nbytes = docs[ndocs - 1, 1] - docs[0, 0] if ndocs > 0 else 0  # at most that many pieces
-    spans = np.empty((max(1, min(batch, nbytes + 1)), 2), np.int64)
-    heap_min = max(2, min(heap_min, 64))  # the O(n*m) loop packs positions into 6 bits
-    hashes = np.empty(_HASH_RING, np.uint64)
-    size = _WORK_MIN
-    sym, pp, nxt, prv, heap = _work_arrays(size)
-    one_doc = np.empty((1, 2), np.int64)  # the document a batch ends in, while it is unfinished
-    no_special = np.full(1, -1, np.int64)
-    no_end = np.empty(1, np.int64)
-    zero = np.int64(0)
-    wide_tokens = False
-    sampled = (docs[0, 0] if ndocs > 0 else zero) - _SAMPLE_EVERY  # where the last sample was taken
-    d_scan = zero
-    d_enc = zero
-    i = docs[0, 0] if ndocs > 0 else zero
-    while d_scan < ndocs:
-        n, d_next, i_next = scan_into(scanner, data, docs, flags, spans, d_scan, i)
-        part = spans[:n]
-        if i - sampled >= _SAMPLE_EVERY:
-            wide_tokens = _mostly_tokens(data, part, 0, whole_tab, max_whole_len)
-            sampled = i
-        j = zero
-        # the documents the scan finished, then the pieces of the one it stopped in
-        for last in range(2):
-            if last == 0:
-                view = docs[:d_next]
-                ds, de, d0 = doc_special, doc_end, d_enc
-                if d_enc >= d_next:
-                    continue
-            else:
-                if d_next >= ndocs or j >= n:
-                    break
-                one_doc[0, 0] = docs[d_next, 0]
-                one_doc[0, 1] = docs[d_next, 1]
-                view, ds, de, d0 = one_doc, no_special, no_end, zero
-            while True:
-                status, k, j, d_out, pos = _encode_loop(
-                    data, part, view, ds, de, j, d0, out, k,
-                    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-                    units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
-                )  # fmt: skip
-                if status == _ST_LONG:  # a piece too long for the work arrays: bigger ones
-                    size = max(2 * size, pos)
-                    sym, pp, nxt, prv, heap = _work_arrays(size)
-                    d0 = d_out
-                    continue
-                if status != ST_DONE:
-                    return status, k, pos
-                break
-            if last == 0:
-                d_enc = d_next
-        d_scan, i = d_next, i_next
-    return ST_DONE, k, -1
+def _scanning_kernels(scanner: int):
+    """``encode_docs_range`` and ``encode_text`` for scanner number ``scanner``
+    (``_scanners.SCANNER_IDS``), a constant of each: a first run compiles only the scanner of
+    the pattern it uses (cl100k alone compiled all three, 30 s of a 72 s first run). Their
+    cache files are named after the scanner, and ``jit.KernelCache`` keys them by their
+    cells: the number, and for ``encode_text`` the ``encode_docs_range`` it calls."""
 
-
-@cached_njit(nogil=True)
-def encode_text(
-    scanner, data, n, flags,
-    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-    units, unk_id, eow_id, cache, heap_min,
-):  # fmt: skip
-    """Pre-tokenize the text ``data[:n]`` (padded) with scanner number ``scanner``
-    (``_scanners.SCANNER_IDS``) and encode it, in one call: a short text spends more in the
-    Python between two kernels than in them. Returns ``(status, ids, error_position)`` as
-    ``encode_spans`` does."""
-    docs = np.empty((1, 2), np.int64)
-    docs[0, 0] = 0
-    docs[0, 1] = n
-    out = np.empty(n * (2 if eow_id >= 0 else 1) + 1, np.int32)
-    zero = np.int64(0)  # not the literal 0: encode_docs_range keeps the one signature Python calls
-    status, k, pos = encode_docs_range(
-        scanner, data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), flags, out, zero, np.int64(SPAN_BATCH),
+    def encode_docs_range(
+        data, docs, doc_special, doc_end, flags, out, k, batch,
         byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
         units, unk_id, eow_id, cache, heap_min,
-    )  # fmt: skip
-    return status, out[:k], pos
+    ):  # fmt: skip
+        """Pre-tokenize the documents ``docs`` of ``data`` (padded, or followed by more text) with
+        the scanner and encode them into ``out`` from position ``k``, ``batch`` pieces at a
+        time: each batch is scanned, then encoded while its spans (16 bytes a piece) and text
+        are still in the core's cache. (Scanned 256 KiB at a time, English's spans took 850
+        KiB, which pushed the token table's and piece cache's lines out of a 2 MiB L2 before
+        the loop read them: the loop ran 1.2x slower.) After document ``d`` ends, ``doc_special[d]`` (if >= 0) is emitted and ``doc_end[d]`` set to the ids so
+        far. Returns ``(status, k, error_position)`` as ``encode_spans`` does; ``ST_FULL`` leaves
+        ``out`` partly written."""
+        ndocs = docs.shape[0]
+        nbytes = docs[ndocs - 1, 1] - docs[0, 0] if ndocs > 0 else 0  # at most that many pieces
+        spans = np.empty((max(1, min(batch, nbytes + 1)), 2), np.int64)
+        heap_min = max(2, min(heap_min, 64))  # the O(n*m) loop packs positions into 6 bits
+        hashes = np.empty(_HASH_RING, np.uint64)
+        size = _WORK_MIN
+        sym, pp, nxt, prv, heap = _work_arrays(size)
+        one_doc = np.empty((1, 2), np.int64)  # the document a batch ends in, while it is unfinished
+        no_special = np.full(1, -1, np.int64)
+        no_end = np.empty(1, np.int64)
+        zero = np.int64(0)
+        wide_tokens = False
+        sampled = (docs[0, 0] if ndocs > 0 else zero) - _SAMPLE_EVERY  # where the last sample was taken
+        d_scan = zero
+        d_enc = zero
+        i = docs[0, 0] if ndocs > 0 else zero
+        while d_scan < ndocs:
+            n, d_next, i_next = scan_into(scanner, data, docs, flags, spans, d_scan, i)
+            part = spans[:n]
+            if i - sampled >= _SAMPLE_EVERY:
+                wide_tokens = _mostly_tokens(data, part, 0, whole_tab, max_whole_len)
+                sampled = i
+            j = zero
+            # the documents the scan finished, then the pieces of the one it stopped in
+            for last in range(2):
+                if last == 0:
+                    view = docs[:d_next]
+                    ds, de, d0 = doc_special, doc_end, d_enc
+                    if d_enc >= d_next:
+                        continue
+                else:
+                    if d_next >= ndocs or j >= n:
+                        break
+                    one_doc[0, 0] = docs[d_next, 0]
+                    one_doc[0, 1] = docs[d_next, 1]
+                    view, ds, de, d0 = one_doc, no_special, no_end, zero
+                while True:
+                    status, k, j, d_out, pos = _encode_loop(
+                        data, part, view, ds, de, j, d0, out, k,
+                        byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
+                        units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
+                    )  # fmt: skip
+                    if status == _ST_LONG:  # a piece too long for the work arrays: bigger ones
+                        size = max(2 * size, pos)
+                        sym, pp, nxt, prv, heap = _work_arrays(size)
+                        d0 = d_out
+                        continue
+                    if status != ST_DONE:
+                        return status, k, pos
+                    break
+                if last == 0:
+                    d_enc = d_next
+            d_scan, i = d_next, i_next
+        return ST_DONE, k, -1
+
+    def encode_text(
+        data, n, flags,
+        byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
+        units, unk_id, eow_id, cache, heap_min,
+    ):  # fmt: skip
+        """Pre-tokenize the text ``data[:n]`` (padded) with the scanner and encode it, in one
+        call: a short text spends more in the Python between two kernels than in them. Returns
+        ``(status, ids, error_position)`` as ``encode_spans`` does."""
+        docs = np.empty((1, 2), np.int64)
+        docs[0, 0] = 0
+        docs[0, 1] = n
+        out = np.empty(n * (2 if eow_id >= 0 else 1) + 1, np.int32)
+        zero = np.int64(0)  # not the literal 0: encode_docs_range keeps the one signature Python calls
+        status, k, pos = docs_range(
+            data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), flags, out, zero, np.int64(SPAN_BATCH),
+            byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
+            units, unk_id, eow_id, cache, heap_min,
+        )  # fmt: skip
+        return status, out[:k], pos
+
+    for kernel in (encode_docs_range, encode_text):
+        kernel.__qualname__ = f"{kernel.__name__}_{SCANNER_KINDS[scanner]}"
+    docs_range = cached_njit(nogil=True)(encode_docs_range)
+    return docs_range, cached_njit(nogil=True)(encode_text)
+
+
+# By scanner number (``_scanners.SCANNER_IDS``).
+ENCODE_DOCS_RANGE, ENCODE_TEXT = zip(*(_scanning_kernels(i) for i in range(len(SCANNER_KINDS))))
 
 
 @cached_njit(nogil=True)

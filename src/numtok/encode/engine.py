@@ -140,8 +140,8 @@ def encode_whole(tok, data: np.ndarray, n: int) -> np.ndarray:
     kernel call."""
     piece_cache = tok._piece_caches.take(n)
     try:
-        status, ids, pos = _k.encode_text(
-            tok._scanner_id, data, n, class_table(),
+        status, ids, pos = _k.ENCODE_TEXT[tok._scanner_id](
+            data, n, class_table(),
             tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
             tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
             piece_cache, tok._heap_min,
@@ -164,9 +164,9 @@ def encode_range(tok, data: np.ndarray, start: int, stop: int, out, k: int, piec
 
 def encode_scanned(tok, data, docs, doc_special, doc_end, out, k: int, piece_cache: np.ndarray) -> int:
     """Pre-tokenize and encode documents of a named pattern into ``out`` from ``k``, a batch of
-    pieces at a time (``_k.encode_docs_range``); returns the new end of ``out``'s ids."""
-    status, k, pos = _k.encode_docs_range(
-        tok._scanner_id, data, docs, doc_special, doc_end, class_table(), out, k, _k.SPAN_BATCH,
+    pieces at a time (``_k.ENCODE_DOCS_RANGE``); returns the new end of ``out``'s ids."""
+    status, k, pos = _k.ENCODE_DOCS_RANGE[tok._scanner_id](
+        data, docs, doc_special, doc_end, class_table(), out, k, _k.SPAN_BATCH,
         tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
         tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
         piece_cache, tok._heap_min,

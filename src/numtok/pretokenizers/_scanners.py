@@ -85,7 +85,7 @@ from .._native.jit import cached_njit
 from .._native.threads import usable_cores
 from ._unicode import BIT_CRLF, BIT_L, BIT_N, BIT_O, BIT_S, BIT_U, BIT_W, class_table
 
-__all__ = ["has_scanner", "split_named", "scan_into", "SCANNER_NAMES", "SCANNER_IDS"]
+__all__ = ["has_scanner", "split_named", "scan_into", "SCANNER_NAMES", "SCANNER_IDS", "SCANNER_KINDS"]
 
 _L = np.uint8(BIT_L)
 _N = np.uint8(BIT_N)
@@ -1096,16 +1096,21 @@ def _cut_points(data, start, end, step, window):
 
 # The scanner of each named pattern, by number: kernels select one by its number (scan_into).
 SCANNER_IDS = {"gpt2": 0, "r50k": 0, "cl100k": 1, "o200k": 2}
+SCANNER_KINDS = ("gpt2", "cl100k", "o200k")  # by number
 _KERNELS = {name: (_split_gpt2, _split_cl100k, _split_o200k)[i] for name, i in SCANNER_IDS.items()}
 SCANNER_NAMES = tuple(_KERNELS)
 
 
-@_kernel
+@njit(inline="always")
 def scan_into(scanner, data, docs, flags, out, d, i):
     """Run scanner number ``scanner`` (``SCANNER_IDS``) from byte ``i`` of document ``d``,
     writing pieces into ``out`` from its first row: ``(n, d, i)`` as the kernels return them
     (``d == len(docs)``: done; else ``out`` is full and the scan resumes at ``d``, ``i``). For
-    kernels that scan and encode a batch of pieces at a time."""
+    kernels that scan and encode a batch of pieces at a time.
+
+    ``scanner`` must be a constant of the calling kernel (a closure's cell): Numba then
+    prunes the other branches before typing, and the caller compiles only that scanner
+    (each takes 10-22 s of Numba's passes)."""
     zero = np.int64(0)  # not the literal 0: the kernels keep the one signature Python calls
     if scanner == 0:
         return _split_gpt2(data, docs, flags, out, zero, d, i)
