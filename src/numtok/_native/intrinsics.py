@@ -166,6 +166,35 @@ def address_view(typingctx, address, n, dtype):
     return sig, codegen
 
 
+@intrinsic
+def read_only(typingctx, arr):
+    """``arr`` typed as a read-only array: the same memory, no copy. Numba compiles a kernel
+    once per argument type, and read-only is a type of its own; kernels that only read text
+    (the scanners, the word counter) take it read-only from every caller, so that an encoder
+    kernel's call does not compile another 10-20 s specialisation of a scanner."""
+    if not isinstance(arr, types.Array):
+        return None
+    ro = arr.copy(readonly=True)
+
+    def codegen(context, builder, signature, args):
+        from numba.core.imputils import impl_ret_borrowed
+
+        return impl_ret_borrowed(context, builder, ro, args[0])
+
+    return ro(arr), codegen
+
+
+def read_only_view(data: np.ndarray) -> np.ndarray:
+    """``data``, or a read-only view of it (no copy): what Python callers of the kernels that
+    ``read_only`` is for pass them, whether the text came as bytes, Arrow memory or a
+    writable buffer."""
+    if not data.flags.writeable:
+        return data
+    view = data.view()
+    view.flags.writeable = False
+    return view
+
+
 def _ascii_class_masks(width):
     def typer(typingctx, arr, idx):
         if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and arr.dtype == types.uint8):

@@ -54,7 +54,7 @@ import numpy as np
 from numba import njit
 
 from .._native import hugepages as _hugepages
-from .._native.intrinsics import HIGH_BITS, load_u64, prefetch
+from .._native.intrinsics import HIGH_BITS, load_u64, prefetch, read_only
 from .._native.jit import cached_njit
 from .._native.sink import store_id_pair  # the import also registers CountSink (encode_spans counts into one)
 from ..pretokenizers._scanners import SCANNER_KINDS, is_cut, scan_into
@@ -1293,7 +1293,7 @@ def _scanning_kernels(scanner: int):
         d_enc = zero
         i = docs[0, 0] if ndocs > 0 else zero
         while d_scan < ndocs:
-            n, d_next, i_next = scan_into(scanner, data, docs, flags, spans, d_scan, i)
+            n, d_next, i_next = scan_into(scanner, read_only(data), docs, flags, spans, d_scan, i)
             part = spans[:n]
             if i - sampled >= _SAMPLE_EVERY:
                 wide_tokens = _mostly_tokens(data, part, 0, whole_tab, max_whole_len)

@@ -81,6 +81,7 @@ from .._native.intrinsics import HIGH_BITS as _HI
 from .._native.intrinsics import ascii_class_masks32 as _ascii_class_masks32
 from .._native.intrinsics import ascii_class_masks64 as _ascii_class_masks64
 from .._native.intrinsics import load_u64 as _load_u64
+from .._native.intrinsics import read_only_view
 from .._native.jit import cached_njit
 from .._native.threads import usable_cores
 from ._unicode import BIT_CRLF, BIT_L, BIT_N, BIT_O, BIT_S, BIT_U, BIT_W, class_table
@@ -1220,6 +1221,7 @@ def split_named(data: np.ndarray, docs: np.ndarray, name: str, num_threads: int 
     """
     kernel = _KERNELS[name]
     flags = class_table()
+    data = read_only_view(data)  # one array type for every caller: each scanner compiles once
     threads = usable_cores() if num_threads is None else int(num_threads)
     if threads < 1:
         raise ValueError(f"num_threads must be >= 1, not {num_threads}")

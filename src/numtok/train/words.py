@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 from .._native.intrinsics import load_u64 as _load_u64
-from .._native.intrinsics import prefetch
+from .._native.intrinsics import prefetch, read_only_view
 from .._native.jit import cached_njit
 
 # A table row is 16 bytes: the key, then the word's index (high 32 bits) and the low 32 bits of
@@ -294,6 +294,7 @@ class WordCounter:
     def _insert(self, data, spans, counts, firsts, weighted, base_pos):
         self._check_not_frozen()
         spans = np.ascontiguousarray(spans, dtype=np.int64)
+        data = read_only_view(data)  # one array type from files, strs and Arrow: one compile
         begin = 0
         while True:
             begin = _insert_words(data, spans, counts, firsts, weighted, base_pos, begin, self._table,
