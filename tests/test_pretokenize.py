@@ -371,6 +371,80 @@ def test_long_texts_and_documents_match_regex(name, text, cuts):
     np.testing.assert_array_equal(split_bytes(data, docs, name, num_threads=1), want)
 
 
+# cl100k's masks take CJK, kana and Hangul letters as letters (``intrinsics.letter3_leads64``):
+# long texts of them among ASCII pieces, with the characters of the same blocks the masks must
+# leave to the general path (voicing marks, U+30FB, U+4DC0, U+D780 on, CJK punctuation,
+# Hangul compatibility jamo) and cut 3-byte sequences.
+LETTER3_PIECES = [
+    "한국어", "한", " 한국", "\uac00", "\ud77f", "\ud780", "\ud7a3", "\ud7b0", "\uabff",
+    "中文", "文字", "\u4e00", "\u9fff", "\u4dbf", "\u4dc0", "\u3400", "ㄱ",
+    "ア", "あいう", "ー", "・", "゛", "\u3099", "\u309a", "゠", "\u3040", "\u3041", "\u3096", "\u3097", "\u30ff",
+    "。", "、", "，", "「", "」", "〆", "\u3000",
+]
+letter3_text = st.lists(
+    st.one_of(st.sampled_from(LETTER3_PIECES), st.sampled_from(LETTER3_PIECES), st.sampled_from(ASCII_PIECES), st.sampled_from(TRICKY_PIECES)),
+    min_size=20,
+    max_size=300,
+).map("".join)
+CUT_LETTERS3 = [b"\xe3\x81", b"\xed\xa0\x80", b"\xea\xb0", b"\xe4", b"\x80\x80"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=letter3_text, cuts=st.lists(st.integers(0, 4000), max_size=6))
+def test_cjk_kana_and_hangul_texts_match_regex(name, text, cuts):
+    assert_same_split(text, name)
+    bounds = sorted({0, len(text), *(c for c in cuts if c < len(text))})
+    parts = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    data, docs = one_buffer(parts)
+    want = [regex_spans(p, name) + s for p, s in zip(parts, docs[:, 0].tolist())]
+    want = np.concatenate(want) if want else np.zeros((0, 2), np.int64)
+    np.testing.assert_array_equal(split_bytes(data, docs, name, num_threads=1), want)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(st.one_of(st.sampled_from(LETTER3_PIECES), st.sampled_from(ASCII_PIECES), st.sampled_from(CUT_LETTERS3)), min_size=20, max_size=250))
+def test_cut_cjk_sequences_split_as_python_decodes_them(name, parts):
+    raw = b"".join(p if isinstance(p, bytes) else utf8_bytes(p) for p in parts)
+    text = raw.decode("utf-8", "surrogateescape")
+    data = np.frombuffer(raw, dtype=np.uint8)
+    got = split_bytes(data, np.array([[0, len(data)]], dtype=np.int64), name, num_threads=1)
+    spans = np.array([m.span() for m in regex.finditer(NAMED_PATTERNS[name], text)], dtype=np.int64).reshape(-1, 2)
+    offsets = np.cumsum([0] + [len(c.encode("utf-8", "surrogateescape")) for c in text])
+    np.testing.assert_array_equal(got, offsets[spans])
+
+
+@njit
+def _letter3_leads(data, p):
+    return _intrinsics.letter3_leads64(data, p)
+
+
+def test_letter3_leads_are_letters_upper_and_lower_to_every_pattern():
+    """Every 3-byte code point (and surrogate form) at lane 0 and lane 61, each lane's mask
+    bit against the class table: set only for a letter that is both o200k "upper" and
+    "lower" (Lo, Lm); the lanes whose continuation bytes fall past the 64 are never set."""
+    flags = _unicode.class_table()
+    cps = np.arange(0x800, 0x10000)
+    raw = np.stack([0xE0 | (cps >> 12), 0x80 | ((cps >> 6) & 0x3F), 0x80 | (cps & 0x3F)], axis=1).astype(np.uint8)
+    want = ((flags[cps] & _scanners._L) != 0) & ((flags[cps] & _scanners._UW) == _scanners._UW)
+    want &= (cps < 0xD800) | (cps > 0xDFFF)
+    buf = np.zeros(64 + 8, np.uint8)
+    got = np.zeros(len(cps), bool)
+    for k in range(len(cps)):
+        buf[:3] = raw[k]
+        buf[61:64] = raw[k]
+        m = int(_letter3_leads(buf, 0))
+        got[k] = m & 1
+        assert m & ~((1 << 61) | 1) == 0
+        assert (m >> 61) & 1 == got[k]
+    assert (got & ~want).sum() == 0, [hex(c) for c in cps[got & ~want][:10]]
+    assert got.sum() > 38000  # CJK, kana and Hangul letters: most of them
+    buf[:] = 0xE4  # a lead at lane 62 or 63 has no room for its continuation bytes
+    buf[62:64] = [0xE4, 0xB8]
+    assert int(_letter3_leads(buf, 0)) >> 62 == 0
+
+
 # Bytes that are no UTF-8 wherever they stand (0xC0, 0xC1, 0xF5-0xFF) or a continuation byte
 # with no lead byte before it: the scanners read each as one "other" character.
 NOT_UTF8 = [b"\x80", b"\xa0", b"\xbf", b"\xc0", b"\xc1", b"\xf5", b"\xff"]

@@ -250,6 +250,58 @@ ascii_class_masks64 = _ascii_class_masks(64)
 ascii_class_masks32 = _ascii_class_masks(32)
 
 
+@intrinsic
+def letter3_leads64(typingctx, arr, idx):
+    """Bit k set where byte ``idx + k`` starts a 3-byte character that is a letter to every
+    named pattern and both "upper" and "lower" to o200k (Lo or Lm): most CJK ideographs, kana
+    and Hangul syllables, with both continuation bytes among the 64 (so k <= 61). Ranges:
+    U+3041-307F, U+3080-3096, U+30A1-30FA, U+30FC-30FF, U+3400-4DBF, U+4E00-9FFF, U+AC00-D77F.
+    Characters around them in those blocks that are not such letters (kana voicing marks,
+    U+30FB, U+4DC0-4DFF, U+D780 on) are left out, so a scanner that takes these bytes as
+    letters is exact (tested against the class table for every code point). No bounds check:
+    the caller keeps ``idx + 64 <= len(arr)``."""
+    if not (_is_bytes(arr) and isinstance(idx, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        byte, bit = ir.IntType(8), ir.IntType(1)
+        vector = ir.VectorType(byte, 64)
+        v0 = builder.load(builder.bitcast(builder.gep(ary.data, [args[1]]), vector.as_pointer()), align=1)
+        zero = ir.Constant(vector, [0] * 64)
+        # byte k + 1 and k + 2 in lane k (zero past the 64: no continuation byte there)
+        v1 = builder.shuffle_vector(v0, zero, ir.Constant(ir.VectorType(ir.IntType(32), 64), [k + 1 for k in range(64)]))
+        v2 = builder.shuffle_vector(v0, zero, ir.Constant(ir.VectorType(ir.IntType(32), 64), [k + 2 for k in range(64)]))
+
+        def splat(x):
+            return ir.Constant(vector, [x] * 64)
+
+        def eq(v, x):
+            return builder.icmp_unsigned("==", v, splat(x))
+
+        def ne(v, x):
+            return builder.icmp_unsigned("!=", v, splat(x))
+
+        def ge(v, x):
+            return builder.icmp_unsigned(">=", v, splat(x))
+
+        def le(v, x):
+            return builder.icmp_unsigned("<=", v, splat(x))
+
+        a, o = builder.and_, builder.or_
+        kana = o(o(a(eq(v1, 0x81), ne(v2, 0x80)), a(eq(v1, 0x82), o(le(v2, 0x96), ge(v2, 0xA1)))), o(a(eq(v1, 0x83), ne(v2, 0xBB)), ge(v1, 0x90)))
+        lead = o(
+            o(o(a(ge(v0, 0xE5), le(v0, 0xE9)), o(eq(v0, 0xEB), eq(v0, 0xEC))), a(eq(v0, 0xE4), ne(v1, 0xB7))),
+            o(o(a(eq(v0, 0xEA), ge(v1, 0xB0)), a(eq(v0, 0xED), builder.icmp_unsigned("<", v1, splat(0x9E)))), a(eq(v0, 0xE3), kana)),
+        )
+        mask = splat(0xC0)
+        conts = a(eq(builder.and_(v1, mask), 0x80), eq(builder.and_(v2, mask), 0x80))
+        del bit
+        return builder.bitcast(a(lead, conts), ir.IntType(64))
+
+    return types.uint64(arr, idx), codegen
+
+
 def _is_code_units(t) -> bool:
     """Whether Numba type ``t`` is a 1-D C array of a str's code units (1, 2 or 4 bytes)."""
     return isinstance(t, types.Array) and t.ndim == 1 and t.layout == "C" and t.dtype in (types.uint8, types.uint16, types.uint32)

@@ -80,6 +80,7 @@ from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 from .._native.intrinsics import HIGH_BITS as _HI
 from .._native.intrinsics import ascii_class_masks32 as _ascii_class_masks32
 from .._native.intrinsics import ascii_class_masks64 as _ascii_class_masks64
+from .._native.intrinsics import letter3_leads64 as _letter3_leads64
 from .._native.intrinsics import load_u64 as _load_u64
 from .._native.intrinsics import read_only_view
 from .._native.jit import cached_njit
@@ -260,6 +261,18 @@ def _slide_window(data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap):
     if end - wb < 63:
         valid = (_M1 << _u(max(0, end - wb))) - _M1
     return wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid
+
+
+@_inline
+def _letters3(data, wb, lo, hi):
+    """``lo`` of the window at ``wb`` with the bytes of its CJK, kana and Hangul letters
+    (``letter3_leads64``) set, where the cl100k and o200k kernels' masks take them as small
+    letters (``lo & hi``: a Hangul word was one piece each by the general path, at a branch
+    mispredicted per piece: Korean scanned at 0.53x). Sliding shifts them with ``lo``."""
+    if hi == _M0:
+        return lo
+    q = _letter3_leads64(data, wb)
+    return lo | q | (q << _M1) | (q << _M2)
 
 
 @_inline
@@ -517,10 +530,18 @@ def _nonascii_piece(data, i, end, flags, pattern):
     small letter, and a run of characters that are both U and W are measured here, others by
     ``_o200k_letters_from``; if A1 fails, -1 and the general path; marks are letters there, so
     a run of "other" must not start with or be followed by one). cl100k: -2 for a piece whose
-    first character is in U+0900-0FFF, for ``_cl100k_wide_run``."""
+    first character is in U+0900-0FFF, for ``_cl100k_wide_run``. -3 (cl100k, o200k) where
+    the piece may be a Hangul word after a space (lead byte EA-ED): the window's masks take
+    it, and the words after it."""
     j = i + np.int64((data[_u(i)] == 0x20) & (i + 1 < end))  # no branch: spaces are half of English pieces
-    if data[_u(j)] < 0xC0:
+    b = data[_u(j)]
+    if b < 0xC0:
         return -1
+    if pattern != 0 and (b >= 0xEA) & (b <= 0xED) & (j > i):  # one branch
+        # Not CJK and kana, whose letter runs end at punctuation that is not ASCII, which
+        # the masks leave to the general path (sent there, they scanned at 0.93-0.96x); not
+        # a word after no space either (a window's test on every piece cost 2-4 %).
+        return -3
     if pattern == 1 and data[_u(j)] == 0xE0 and j + 1 < end and data[_u(j + 1)] >= 0xA4:
         return -2
     c, k = _char_nonascii(data, j, end, flags)
@@ -811,21 +832,26 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
                 n = _put_piece(flat, n, i, e)
                 i = e
                 continue
+            letters3 = e == -3  # a Hangul word: the masks take its letters as letters
             off = i - wb
-            if (not fast or off >= 64) and i + 8 <= end and (_load_u64(data, i) & _HI) != _M0:
+            if not letters3 and (not fast or off >= 64) and i + 8 <= end and (_load_u64(data, i) & _HI) != _M0:
                 # Far past the window, with non-ASCII text within 8 bytes (a full stop between
-                # Hangul words): this piece alone by the general path, not a new window.
+                # Cyrillic words): this piece alone by the general path, not a new window.
                 e = _cl100k_piece(data, i, end, flags)
                 n = _put_piece(flat, n, i, e)
                 i = e
                 continue
-            if not fast or off >= 32:
-                wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _slide_window(
-                    data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap
-                )
-                off = i - wb
+            slide = not fast or off >= 32
+            if slide or (letters3 and lo & hi == _M0):
+                if slide:
+                    wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _slide_window(
+                        data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap
+                    )
+                    off = i - wb
+                if letters3 or lo & hi != _M0:  # only while such letters come
+                    lo = _letters3(data, wb, lo, hi)
                 let = (lo | up) & valid
-                stop = hi | ~valid
+                stop = (hi & ~lo) | ~valid
                 om = ~(let | dg | ws | stop)  # ASCII "other"
                 starts, bad = _plain_cl100k(dg, nl, sp, ap, om, let, valid)
                 # one char (ASCII, no letter, digit, CR, LF) before a letter run
@@ -979,26 +1005,34 @@ def _split_o200k(data, docs, flags, out, n, d, i):
             if n == cap:
                 return n, d, i
             e = _nonascii_piece(data, i, end, flags, 2)
+            letters3 = e == -3  # a Hangul word: the masks take its letters as letters
             if e >= 0:
                 n = _put_piece(flat, n, i, e)
                 i = e
                 continue
             e = np.int64(-1)
             off = i - wb
-            if (not fast or off >= 64) and i + 8 <= end and (_load_u64(data, i) & _HI) != _M0:
+            if not letters3 and (not fast or off >= 64) and i + 8 <= end and (_load_u64(data, i) & _HI) != _M0:
                 # Far past the window, with non-ASCII text within 8 bytes (a full stop between
-                # Hangul words): this piece alone by the general path, not a new window.
+                # Cyrillic words): this piece alone by the general path, not a new window.
                 e = _o200k_piece(data, i, end, flags)
                 n = _put_piece(flat, n, i, e)
                 i = e
                 continue
-            if not fast or off >= 32:
-                wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _slide_window(
-                    data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap
-                )
-                off = i - wb
+            slide = not fast or off >= 32
+            if slide or (letters3 and lo & hi == _M0):
+                if slide:
+                    wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _slide_window(
+                        data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap
+                    )
+                    off = i - wb
+                if letters3 or lo & hi != _M0:  # only while such letters come
+                    lo = _letters3(data, wb, lo, hi)
+                # CJK, kana and Hangul letters are both U and W. As small letters (W) they split
+                # the same, except before a capital (U* may take both: "한Ab" is one piece).
                 let = (lo | up) & valid
-                stop = hi | ~valid
+                after3 = up & ((lo & hi) << _M1)  # a capital after one of them: the general path
+                stop = (hi & ~lo) | ~valid | after3
                 # A letter piece (ASCII: U* then W*) ends at a non-letter or at a capital
                 # after a small letter.
                 bl = ~let | (up & (lo << _M1))
@@ -1006,6 +1040,7 @@ def _split_o200k(data, docs, flags, out, n, d, i):
                 pl = ~(let | dg | nl | stop) & (let >> _M1)
                 om = ~(let | dg | ws | stop)  # ASCII "other"
                 starts, bad = _plain_o200k(lo, up, dg, nl, sp, sl, ap, om, let, valid)
+                bad |= after3
             if fast and n + 64 <= cap and (bad >> _u(off)) & _M1 == _M0:
                 # i's "other" before a letter is that letter's P
                 m = _plain_starts_after(starts, bad, off, (om >> _u(off)) & (let >> _u(off + 1)) & _M1)
