@@ -362,7 +362,11 @@ long_text = st.lists(
 @given(text=long_text, cuts=st.lists(st.integers(0, 4000), max_size=8))
 def test_long_texts_and_documents_match_regex(name, text, cuts):
     assert_same_split(text, name)
-    text = utf8_bytes(text).decode()
+    assert_documents_split_as_regex(utf8_bytes(text).decode(), cuts, name)
+
+
+def assert_documents_split_as_regex(text: str, cuts: list[int], name: str) -> None:
+    """``text`` cut at ``cuts`` into documents of one buffer: each split as regex splits it."""
     bounds = sorted({0, len(text), *(c for c in cuts if c < len(text))})
     parts = [text[a:b] for a, b in zip(bounds, bounds[1:])]
     data, docs = one_buffer(parts)
@@ -371,7 +375,7 @@ def test_long_texts_and_documents_match_regex(name, text, cuts):
     np.testing.assert_array_equal(split_bytes(data, docs, name, num_threads=1), want)
 
 
-# cl100k's masks take CJK, kana and Hangul letters as letters (``intrinsics.letter3_leads64``):
+# The cl100k and o200k masks take CJK, kana and Hangul letters as letters (``intrinsics.letter3_leads64``):
 # long texts of them among ASCII pieces, with the characters of the same blocks the masks must
 # leave to the general path (voicing marks, U+30FB, U+4DC0, U+D780 on, CJK punctuation,
 # Hangul compatibility jamo) and cut 3-byte sequences.
@@ -394,12 +398,7 @@ CUT_LETTERS3 = [b"\xe3\x81", b"\xed\xa0\x80", b"\xea\xb0", b"\xe4", b"\x80\x80"]
 @given(text=letter3_text, cuts=st.lists(st.integers(0, 4000), max_size=6))
 def test_cjk_kana_and_hangul_texts_match_regex(name, text, cuts):
     assert_same_split(text, name)
-    bounds = sorted({0, len(text), *(c for c in cuts if c < len(text))})
-    parts = [text[a:b] for a, b in zip(bounds, bounds[1:])]
-    data, docs = one_buffer(parts)
-    want = [regex_spans(p, name) + s for p, s in zip(parts, docs[:, 0].tolist())]
-    want = np.concatenate(want) if want else np.zeros((0, 2), np.int64)
-    np.testing.assert_array_equal(split_bytes(data, docs, name, num_threads=1), want)
+    assert_documents_split_as_regex(text, cuts, name)
 
 
 @pytest.mark.parametrize("name", NAMES)

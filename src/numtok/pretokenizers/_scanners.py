@@ -276,6 +276,24 @@ def _letters3(data, wb, lo, hi):
 
 
 @_inline
+def _window_with_letters3(data, i, end, wb, fast, letters3, lo, up, dg, ws, hi, nl, sp, sl, ap, valid):
+    """The cl100k and o200k kernels' window (``_slide_window``) when ``i`` is past its first
+    half, with its CJK, kana and Hangul letters in ``lo`` (``_letters3``) from a Hangul word
+    (``letters3``) on, while it holds some. Returns ``moved`` (the window or its ``lo``
+    changed: the masks made from them must be made again), then the state."""
+    moved = not fast or i - wb >= 32
+    if moved or (letters3 and lo & hi == _M0):
+        if moved:
+            wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _slide_window(
+                data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap
+            )
+        if letters3 or lo & hi != _M0:  # only while such letters come
+            lo = _letters3(data, wb, lo, hi)
+        moved = True
+    return moved, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid
+
+
+@_inline
 def _plain_starts_after(starts, bad, off, absorbs_next):
     """The piece starts after window offset ``off`` (itself a piece start) that the
     plain-text rule decides: those before the byte ahead of the first "bad" one (a rule
@@ -841,15 +859,11 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
                 n = _put_piece(flat, n, i, e)
                 i = e
                 continue
-            slide = not fast or off >= 32
-            if slide or (letters3 and lo & hi == _M0):
-                if slide:
-                    wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _slide_window(
-                        data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap
-                    )
-                    off = i - wb
-                if letters3 or lo & hi != _M0:  # only while such letters come
-                    lo = _letters3(data, wb, lo, hi)
+            moved, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _window_with_letters3(
+                data, i, end, wb, fast, letters3, lo, up, dg, ws, hi, nl, sp, sl, ap, valid
+            )
+            if moved:
+                off = i - wb
                 let = (lo | up) & valid
                 stop = (hi & ~lo) | ~valid
                 om = ~(let | dg | ws | stop)  # ASCII "other"
@@ -1019,15 +1033,11 @@ def _split_o200k(data, docs, flags, out, n, d, i):
                 n = _put_piece(flat, n, i, e)
                 i = e
                 continue
-            slide = not fast or off >= 32
-            if slide or (letters3 and lo & hi == _M0):
-                if slide:
-                    wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _slide_window(
-                        data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap
-                    )
-                    off = i - wb
-                if letters3 or lo & hi != _M0:  # only while such letters come
-                    lo = _letters3(data, wb, lo, hi)
+            moved, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _window_with_letters3(
+                data, i, end, wb, fast, letters3, lo, up, dg, ws, hi, nl, sp, sl, ap, valid
+            )
+            if moved:
+                off = i - wb
                 # CJK, kana and Hangul letters are both U and W. As small letters (W) they split
                 # the same, except before a capital (U* may take both: "한Ab" is one piece).
                 let = (lo | up) & valid
