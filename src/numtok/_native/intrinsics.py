@@ -265,8 +265,7 @@ def letter3_leads64(typingctx, arr, idx):
 
     def codegen(context, builder, signature, args):
         ary = context.make_array(signature.args[0])(context, builder, args[0])
-        byte, bit = ir.IntType(8), ir.IntType(1)
-        vector = ir.VectorType(byte, 64)
+        vector = ir.VectorType(ir.IntType(8), 64)
         v0 = builder.load(builder.bitcast(builder.gep(ary.data, [args[1]]), vector.as_pointer()), align=1)
         zero = ir.Constant(vector, [0] * 64)
         # byte k + 1 and k + 2 in lane k (zero past the 64: no continuation byte there)
@@ -296,7 +295,6 @@ def letter3_leads64(typingctx, arr, idx):
         )
         mask = splat(0xC0)
         conts = a(eq(builder.and_(v1, mask), 0x80), eq(builder.and_(v2, mask), 0x80))
-        del bit
         return builder.bitcast(a(lead, conts), ir.IntType(64))
 
     return types.uint64(arr, idx), codegen

@@ -1273,8 +1273,9 @@ def _scanning_kernels(scanner: int):
         time: each batch is scanned, then encoded while its spans (16 bytes a piece) and text
         are still in the core's cache. (Scanned 256 KiB at a time, English's spans took 850
         KiB, which pushed the token table's and piece cache's lines out of a 2 MiB L2 before
-        the loop read them: the loop ran 1.2x slower.) After document ``d`` ends, ``doc_special[d]`` (if >= 0) is emitted and ``doc_end[d]`` set to the ids so
-        far. Returns ``(status, k, error_position)`` as ``encode_spans`` does; ``ST_FULL`` leaves
+        the loop read them: the loop ran 1.2x slower.) After document ``d`` ends,
+        ``doc_special[d]`` (if >= 0) is emitted and ``doc_end[d]`` set to the ids so far.
+        Returns ``(status, k, error_position)`` as ``encode_spans`` does; ``ST_FULL`` leaves
         ``out`` partly written."""
         ndocs = docs.shape[0]
         nbytes = docs[ndocs - 1, 1] - docs[0, 0] if ndocs > 0 else 0  # at most that many pieces
