@@ -269,7 +269,7 @@ def _letters3(data, wb, lo, hi):
     (``letter3_leads64``) set, where the cl100k and o200k kernels' masks take them as small
     letters (``lo & hi``: a Hangul word was one piece each by the general path, at a branch
     mispredicted per piece: Korean scanned at 0.53x). Sliding shifts them with ``lo``."""
-    if hi == _M0:
+    if hi == _M0:  # no byte of the window is one
         return lo
     q = _letter3_leads64(data, wb)
     return lo | q | (q << _M1) | (q << _M2)
@@ -287,7 +287,7 @@ def _window_with_letters3(data, i, end, wb, fast, letters3, lo, up, dg, ws, hi, 
             wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid = _slide_window(
                 data, i, end, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap
             )
-        if letters3 or lo & hi != _M0:  # only while such letters come
+        if fast and (letters3 or lo & hi != _M0):  # only while such letters come
             lo = _letters3(data, wb, lo, hi)
         moved = True
     return moved, wb, fast, lo, up, dg, ws, hi, nl, sp, sl, ap, valid
