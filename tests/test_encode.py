@@ -538,7 +538,7 @@ def _encode_range(enc, text: str, batch: int, start_at: int = 0, count: bool = F
     data = buffers.padded_utf8_of(text)
     out = CountSink(len(data) + 1) if count else np.full(len(data) + 1, -1, np.int32)
     docs = np.array([[start_at, len(data)]], np.int64)
-    status, k, _ = kernels.ENCODE_DOCS_RANGE[enc._scanner_id](
+    status, k, _, _ = kernels.ENCODE_DOCS_RANGE[enc._scanner_id](
         data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), class_table(), out, 0, batch,
         enc._byte_id, enc._bp, enc._tok_bytes, enc._tok_off, enc._tok_tab, enc._whole_tab,
         enc._whole_ext, enc._max_whole_len, enc._pair_tab, enc._pair_filter, enc._res_of, enc._units_code, enc._unk_id, enc._eow_id,
@@ -586,6 +586,96 @@ def test_documents_scanned_and_encoded_a_batch_of_pieces_at_a_time(name, monkeyp
         assert tok.encode_batch(texts, num_threads=2, allowed_special="all").to_list() == expected, batch
         assert np.asarray(tok.count_tokens_batch(texts)).tolist() == [len(e) for e in ref.encode_ordinary_batch(texts)]
         assert ids(tok.encode_ordinary(texts[0] * 3)) == ref.encode_ordinary(texts[0] * 3)
+
+
+def _docs_range(enc, data, docs, specials, out, k, batch):
+    from numtok.encode import _kernels as kernels
+    from numtok.pretokenizers._unicode import class_table
+
+    doc_end = np.full(len(docs), -1, np.int64)
+    result = kernels.ENCODE_DOCS_RANGE[enc._scanner_id](
+        data, docs, specials, doc_end, class_table(), out, k, batch,
+        enc._byte_id, enc._bp, enc._tok_bytes, enc._tok_off, enc._tok_tab, enc._whole_tab,
+        enc._whole_ext, enc._max_whole_len, enc._pair_tab, enc._pair_filter, enc._res_of, enc._units_code, enc._unk_id, enc._eow_id,
+        enc._piece_caches.take(len(data)), enc._heap_min,
+    )  # fmt: skip
+    return (*result, doc_end)
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_a_full_output_says_where_to_resume(name):
+    """``encode_docs_range`` into an output of every size up to the worst case (one id a byte
+    and a document): short of room for the next piece's worst case, it stops with the ids
+    before document d's byte ``pos`` written (a piece's start, or the document's end when only
+    its special token is missing), and resuming from (d, pos) into a bigger output gives the
+    rest: ids, specials and document ends as tiktoken's."""
+    from numtok.encode import _kernels as kernels
+
+    ref = reference(name)
+    # a special stops the kernel only where every piece before it had room for one id a byte
+    texts = ["x", "", "y", "中文文本 и русский", "Hello world, it's 2026.", "  \n\n  end"]
+    special = ref.eot_token
+    per_doc = [ref.encode_ordinary(t) + [special] for t in texts]
+    expected = [i for p in per_doc for i in p]
+    ends = np.cumsum([len(p) for p in per_doc]).tolist()
+    data = buffers.padded_utf8_of("".join(texts))
+    bounds = np.cumsum([0] + [len(t.encode()) for t in texts])
+    docs = np.stack([bounds[:-1], bounds[1:]], axis=1).astype(np.int64)
+    specials = np.full(len(texts), special, np.int64)
+    enc = copy_of(name)
+    stops = set()
+    worst = int(bounds[-1]) + len(texts)
+    for cap in range(worst + 1):
+        for batch in (2, kernels.SPAN_BATCH):
+            out = np.full(cap, -1, np.int32)
+            status, k, d, pos, doc_end = _docs_range(enc, data, docs, specials, out, np.int64(0), batch)
+            if status == kernels.ST_DONE:
+                assert out[:k].tolist() == expected and doc_end.tolist() == ends
+                continue
+            assert cap < worst and status == kernels.ST_FULL and out[:k].tolist() == expected[:k]
+            assert doc_end[:d].tolist() == ends[:d] and docs[d, 0] <= pos <= docs[d, 1]
+            stops.add((int(d), bool(pos == docs[d, 1])))
+            rest = docs[d:].copy()
+            rest[0, 0] = pos
+            big = np.full(len(expected) + 8, -1, np.int32)
+            big[:k] = out[:k]
+            status, k2, _, _, rest_end = _docs_range(enc, data, rest, specials[d:], big, k, batch)
+            assert status == kernels.ST_DONE and big[:k2].tolist() == expected
+            assert doc_end[:d].tolist() + rest_end.tolist() == ends
+    assert {(0, True), (1, True), (2, True), (3, False), (5, False)} <= stops
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_ids_arrays_that_start_small_grow_to_the_same_ids(name, monkeypatch):
+    """Every path that sizes its ids array for the usual ids a byte (``output.IdsOut``) grows it
+    when a text gives more: started at a hundredth of an id a byte, long texts (streamed from
+    the str and read in place), batches with special tokens and empty documents, another
+    pattern's path and counts are tiktoken's."""
+    from numtok.encode import output
+
+    monkeypatch.setattr(output, "EXPECTED_IDS_PER_BYTE", 0.01)
+    monkeypatch.setattr(output, "_SLACK", 1)
+    grows = []
+    real_grow = output.IdsOut.grow
+    monkeypatch.setattr(output.IdsOut, "grow", lambda self, *a: grows.append(a) or real_grow(self, *a))
+    ref = reference(name)
+    tok = copy_of(name)
+    tok._chunk_bytes = 997  # streamed, in blocks, several groups
+    text = sample_text()[:20_000] + "中文" * 500 + " " + "a" * 3000
+    assert ids(tok.encode_ordinary(text)) == ref.encode_ordinary(text)
+    in_place = keep_utf8(text + "é")
+    assert _pystr.utf8_in_place(in_place) is not None
+    assert ids(tok.encode_ordinary(in_place)) == ref.encode_ordinary(in_place)
+    texts = [text[:5000], "", "x<|endoftext|>y", text[5000:9000], ""]
+    batch = tok.encode_batch(texts, num_threads=1, allowed_special="all")
+    assert batch.to_list() == [ref.encode(t, allowed_special="all") for t in texts]
+    assert tok.count_tokens(text) == len(ref.encode_ordinary(text))
+    ranks = reference(name)._mergeable_ranks
+    custom = Tokenizer(ranks, pattern=r"\S+|\s+")  # another pattern: split, then encode_spans
+    custom._chunk_bytes = 997
+    custom_ref = tiktoken.Encoding(name="custom", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+    assert ids(custom.encode_ordinary(text)) == custom_ref.encode_ordinary(text)
+    assert len(grows) > 10
 
 
 @SETTINGS
@@ -955,7 +1045,7 @@ def test_ids_and_utf8_of_long_texts_stay_off_huge_pages(monkeypatch):
     middle = lambda a: a.ctypes.data + a.nbytes // 2  # noqa: E731
     small = hugepages.empty_written_once(3 << 20, np.int32)  # 12 MiB: NumPy's huge pages
     assert "hg" in _mapping_flags(middle(small)) and "nh" not in _mapping_flags(middle(small))
-    monkeypatch.setattr(hugepages, "SMALL_PAGES_FROM", 4 << 20)
+    monkeypatch.setattr(hugepages, "SMALL_PAGES_FROM", 1 << 20)
     big = hugepages.empty_written_once(3 << 20, np.int32)
     assert "nh" in _mapping_flags(middle(big)) and "hg" not in _mapping_flags(middle(big))
     enc = numtok.load("cl100k_base")

@@ -1275,8 +1275,10 @@ def _scanning_kernels(scanner: int):
         KiB, which pushed the token table's and piece cache's lines out of a 2 MiB L2 before
         the loop read them: the loop ran 1.2x slower.) After document ``d`` ends,
         ``doc_special[d]`` (if >= 0) is emitted and ``doc_end[d]`` set to the ids so far.
-        Returns ``(status, k, error_position)`` as ``encode_spans`` does; ``ST_FULL`` leaves
-        ``out`` partly written."""
+        Returns ``(status, k, d, position)``. ``ST_FULL``: ``out`` holds the ids up to
+        document ``d``'s text before ``position`` (a piece's start, or the document's end when
+        only its special did not fit); grow it and call again from there (no pattern looks
+        behind a piece's start). ``ST_NO_SYMBOL``: the byte at ``position`` has no token."""
         ndocs = docs.shape[0]
         nbytes = docs[ndocs - 1, 1] - docs[0, 0] if ndocs > 0 else 0  # at most that many pieces
         spans = np.empty((max(1, min(batch, nbytes + 1)), 2), np.int64)
@@ -1324,13 +1326,18 @@ def _scanning_kernels(scanner: int):
                         sym, pp, nxt, prv, heap = _work_arrays(size)
                         d0 = d_out
                         continue
+                    if status == ST_FULL:
+                        dd = d_out if last == 0 else d_next
+                        if j < n and part[j, 0] < docs[dd, 1]:
+                            return status, k, dd, part[j, 0]
+                        return status, k, dd, docs[dd, 1]
                     if status != ST_DONE:
-                        return status, k, pos
+                        return status, k, d_out, pos
                     break
                 if last == 0:
                     d_enc = d_next
             d_scan, i = d_next, i_next
-        return ST_DONE, k, -1
+        return ST_DONE, k, ndocs, zero - 1
 
     def encode_text(
         data, n, flags,
@@ -1345,7 +1352,7 @@ def _scanning_kernels(scanner: int):
         docs[0, 1] = n
         out = np.empty(n * (2 if eow_id >= 0 else 1) + 1, np.int32)
         zero = np.int64(0)  # not the literal 0: encode_docs_range keeps the one signature Python calls
-        status, k, pos = docs_range(
+        status, k, _, pos = docs_range(
             data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), flags, out, zero, np.int64(SPAN_BATCH),
             byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
             units, unk_id, eow_id, cache, heap_min,

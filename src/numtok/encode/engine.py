@@ -13,13 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._native.hugepages import empty_written_once
-from .._native.sink import CountSink
 from .._native.utf8 import utf8_bytes
 from ..pretokenizers import _scanners, split_bytes
 from ..pretokenizers._unicode import class_table
 from . import _kernels as _k
 from .buffers import SHORT_BYTES, in_scratch, padded, padded_utf8_of
+from .output import IdsOut
 from .piece_cache import NO_CACHE
 from .special import NO_SPECIAL
 from .streaming import encode_streamed
@@ -86,10 +85,9 @@ def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = T
     """Pre-tokenize and encode consecutive documents on this thread; returns (ids, doc_end).
 
     ``data`` is a padded buffer from :func:`padded`. Documents are pre-tokenized
-    in groups of about ``_chunk_bytes`` (or ``spans`` is given: one group). The output
-    buffer is an upper bound that is never touched beyond what is written, and is shrunk
-    in place at the end. ``count``: no ids are written nor kept (ids is None), ``doc_end``
-    is the same.
+    in groups of about ``_chunk_bytes`` (or ``spans`` is given: one group). The ids go to an
+    :class:`IdsOut`. ``count``: no ids are written nor kept (ids is None), ``doc_end`` is the
+    same.
     """
     n_docs = len(docs)
     if total is None:
@@ -98,9 +96,7 @@ def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = T
         groups = [(0, n_docs)]
     else:
         groups = cut_tasks(docs, 1, tok._chunk_bytes, by_chunk=True)
-    # Each byte gives at most one id (two with end_of_word), each document one special.
-    cap = total * (2 if tok._eow_id >= 0 else 1) + n_docs + 1
-    out = CountSink(cap) if count else empty_written_once(cap, np.int32)
+    out = ids_out(tok, total, n_docs, count)
     doc_end = np.empty(n_docs, dtype=np.int64)
     caches = [tok._piece_caches.take(total) if cache else NO_CACHE]  # run_groups may grow it
     try:
@@ -110,9 +106,13 @@ def run(tok, data, docs, doc_special, *, spans=None, total=None, cache: bool = T
             tok._piece_caches.give(caches[0])
     if count:
         return None, doc_end
-    if k < len(out):
-        out.resize(k, refcheck=False)
-    return out, doc_end
+    return out.result(k), doc_end
+
+
+def ids_out(tok, nbytes: int, n_docs: int, count: bool = False, likely_bytes: int | None = None) -> IdsOut:
+    """The ids array of a call on at most ``nbytes`` of text in ``n_docs`` documents (see
+    :class:`IdsOut`)."""
+    return IdsOut(nbytes, n_docs, 2 if tok._eow_id >= 0 else 1, count, likely_bytes)
 
 
 def encode_plain(tok, text: str) -> np.ndarray:
@@ -155,27 +155,33 @@ def encode_whole(tok, data: np.ndarray, n: int) -> np.ndarray:
     return ids
 
 
-def encode_range(tok, data: np.ndarray, start: int, stop: int, out, k: int, piece_cache: np.ndarray) -> int:
+def encode_range(tok, data: np.ndarray, start: int, stop: int, out: IdsOut, k: int, piece_cache: np.ndarray) -> int:
     """Encode the text ``data[start:stop]`` of a named pattern (padded, or followed by more
-    text) into ``out`` from position ``k``; returns the new end of ``out``'s ids."""
+    text) into ``out`` from position ``k`` (growing it); returns the new end of its ids."""
     docs = np.array([[start, stop]], dtype=np.int64)
     return encode_scanned(tok, data, docs, NO_SPECIAL, np.empty(1, np.int64), out, k, piece_cache)
 
 
-def encode_scanned(tok, data, docs, doc_special, doc_end, out, k: int, piece_cache: np.ndarray) -> int:
-    """Pre-tokenize and encode documents of a named pattern into ``out`` from ``k``, a batch of
-    pieces at a time (``_k.ENCODE_DOCS_RANGE``); returns the new end of ``out``'s ids."""
-    status, k, pos = _k.ENCODE_DOCS_RANGE[tok._scanner_id](
-        data, docs, doc_special, doc_end, class_table(), out, k, _k.SPAN_BATCH,
-        tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
-        tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
-        piece_cache, tok._heap_min,
-    )  # fmt: skip
-    if status == _k.ST_NO_SYMBOL:
-        raise ValueError(tok._no_symbol_message(data, pos))
-    if status != _k.ST_DONE:  # pragma: no cover - callers size out for the worst case
-        raise AssertionError("output buffer bound exceeded")
-    return int(k)
+def encode_scanned(tok, data, docs, doc_special, doc_end, out: IdsOut, k: int, piece_cache: np.ndarray) -> int:
+    """Pre-tokenize and encode documents of a named pattern into ``out`` from ``k`` (growing
+    it), a batch of pieces at a time (``_k.ENCODE_DOCS_RANGE``); returns the new end of its
+    ids."""
+    while True:
+        status, k, d, pos = _k.ENCODE_DOCS_RANGE[tok._scanner_id](
+            data, docs, doc_special, doc_end, class_table(), out.array, k, _k.SPAN_BATCH,
+            tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
+            tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
+            piece_cache, tok._heap_min,
+        )  # fmt: skip
+        if status == _k.ST_DONE:
+            return int(k)
+        if status == _k.ST_NO_SYMBOL:
+            raise ValueError(tok._no_symbol_message(data, pos))
+        # ST_FULL: document d is done up to pos; the rest starts there.
+        out.grow(int(k), int(docs[-1, 1] - pos), len(docs) - int(d))
+        docs = docs[d:].copy()
+        docs[0, 0] = pos
+        doc_special, doc_end = doc_special[d:], doc_end[d:]
 
 
 def count_plain(tok, text: str) -> int:
@@ -219,7 +225,7 @@ def run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, caches
         j = d = 0
         while True:
             status, k, j, d, pos = _k.encode_spans(
-                data, gspans, gdocs, gspecial, gend, j, d, out, k,
+                data, gspans, gdocs, gspecial, gend, j, d, out.array, k,
                 tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
                 tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
                 piece_cache, tok._heap_min,
@@ -236,7 +242,7 @@ def run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, caches
                 gend[d] = k
                 d += 1
                 continue
-            raise AssertionError("output buffer bound exceeded")  # pragma: no cover
+            out.grow(int(k), int(gdocs[-1, 1] - (gspans[j, 0] if j < n_spans else gdocs[d, 1])), len(gdocs) - int(d))
     return k
 
 # Piece caches: kernels write to the cache they are given, so each running call takes one

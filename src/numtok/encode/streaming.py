@@ -7,8 +7,6 @@ from typing import Literal, overload
 import numpy as np
 
 from .._native import pystr as _pystr
-from .._native.hugepages import empty_written_once
-from .._native.sink import CountSink
 from .._native.utf8 import contains_any
 from ..pretokenizers import _scanners
 from .buffers import PAD, padded
@@ -42,7 +40,7 @@ def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = 
     n, width = shape
     block = tok._chunk_bytes
     buf = np.empty(2 * block * width + PAD, dtype=np.uint8)
-    out = _output(tok, n * width, count)
+    out = None
     caches = [tok._piece_caches.take(n)]
     k = carry = first = 0
     try:
@@ -55,6 +53,8 @@ def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = 
             stop = _pystr.slice_to_utf8(text, first, last, buf, carry)
             if stop < 0:
                 return None
+            if out is None:  # sized for the whole text at the first block's bytes a character
+                out = _engine().ids_out(tok, n * width, 1, count, likely_bytes=-(-stop * n // last))
             # The carried bytes are searched again: a token that runs past this block's end
             # is whole in the next one (it has no cut inside, see _block_needles).
             if needles is not None and contains_any(buf, stop, *needles):
@@ -71,6 +71,7 @@ def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = 
             buf[:carry] = buf[cut:stop]
     finally:
         tok._piece_caches.give(caches[0])
+    assert out is not None  # a streamed text has a first block
     return _result(out, k, count)
 
 
@@ -88,7 +89,7 @@ def _encode_in_place(tok, data: np.ndarray, needles: tuple | None, count: bool) 
     only read."""
     n = len(data)
     block = 2 * tok._chunk_bytes
-    out = _output(tok, n, count)
+    out = _engine().ids_out(tok, n, 1, count)
     caches = [tok._piece_caches.take(n)]
     k = start = 0
     safe = n - _TAIL_BYTES  # no block of the text in place ends past this
@@ -115,17 +116,8 @@ def _encode_in_place(tok, data: np.ndarray, needles: tuple | None, count: bool) 
     return _result(out, k, count)
 
 
-def _output(tok, nbytes: int, count: bool):
-    """An ids array or a CountSink for at most ``nbytes`` of text."""
-    bound = nbytes * (2 if tok._eow_id >= 0 else 1) + 1
-    return CountSink(bound) if count else empty_written_once(bound, np.int32)
-
-
 def _result(out, k: int, count: bool) -> np.ndarray | int:
-    if count:
-        return k
-    out.resize(k, refcheck=False)
-    return out
+    return k if count else out.result(k)
 
 
 def _engine():
