@@ -485,6 +485,19 @@ def test_one_kernel_path_equals_chunked_path(text, name):
     assert ids(engine.encode_plain(enc, text)) == ids(chunked)
 
 
+@pytest.mark.parametrize("name", CORE)
+def test_one_kernel_path_grows_its_ids_past_half_an_id_a_byte(name):
+    """``encode_text`` sizes its ids for half an id a byte and grows them where a text gives
+    more (control characters and rare ideographs: an id or more a byte), resuming where it
+    stopped: tiktoken's ids, in an array of their own."""
+    text = "".join(chr(0x20000 + 7 * i) + "\x01\x02" for i in range(3000)) + " done"
+    data = buffers.padded_utf8_of(text)
+    expected = reference(name).encode_ordinary(text)
+    assert len(expected) > len(data) // 2 + 64
+    got = engine.encode_whole(numtok.load(name), data, len(data))
+    assert ids(got) == expected and got.flags.c_contiguous
+
+
 def test_one_kernel_path_on_real_text_and_missing_bytes():
     enc = numtok.load("o200k_base")
     text = sample_text()[:200_000]

@@ -1346,18 +1346,28 @@ def _scanning_kernels(scanner: int):
     ):  # fmt: skip
         """Pre-tokenize the text ``data[:n]`` (padded) with the scanner and encode it, in one
         call: a short text spends more in the Python between two kernels than in them. Returns
-        ``(status, ids, error_position)`` as ``encode_spans`` does."""
+        ``(status, ids, error_position)`` as ``encode_spans`` does. The ids are their own array,
+        not a view of a bigger one that a caller keeping them would keep too (one id a byte is
+        4.5x English's ids)."""
         docs = np.empty((1, 2), np.int64)
         docs[0, 0] = 0
         docs[0, 1] = n
-        out = np.empty(n * (2 if eow_id >= 0 else 1) + 1, np.int32)
-        zero = np.int64(0)  # not the literal 0: encode_docs_range keeps the one signature Python calls
-        status, k, _, pos = docs_range(
-            data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), flags, out, zero, np.int64(SPAN_BATCH),
-            byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-            units, unk_id, eow_id, cache, heap_min,
-        )  # fmt: skip
-        return status, out[:k], pos
+        per_byte = 2 if eow_id >= 0 else 1
+        out = np.empty(min(n * per_byte, n // 2 + 64) + 1, np.int32)  # as output.IdsOut sizes it
+        k = np.int64(0)  # not the literal 0: encode_docs_range keeps the one signature Python calls
+        while True:
+            status, k, _, pos = docs_range(
+                data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), flags, out, k, np.int64(SPAN_BATCH),
+                byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
+                units, unk_id, eow_id, cache, heap_min,
+            )  # fmt: skip
+            if status != ST_FULL:
+                break
+            grown = np.empty(min(k + (n - pos) * per_byte + 1, max(out.shape[0] * 3 // 2, k + (n - pos) // 2 + 64)), np.int32)
+            grown[:k] = out[:k]
+            out = grown
+            docs[0, 0] = pos
+        return status, out[:k].copy(), pos
 
     for kernel in (encode_docs_range, encode_text):
         kernel.__qualname__ = f"{kernel.__name__}_{SCANNER_KINDS[scanner]}"
