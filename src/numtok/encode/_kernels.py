@@ -1055,6 +1055,7 @@ def _encode_loop(
             L = bounds[_u(2 * j + 1)] - s
             if (k + L + extra > cap) | (L + extra >= room):  # one branch, rarely taken
                 if k + L + extra > cap:
+                    _note_marks(cache, cache_bits, head, n_marked, j - j_first)  # a grown output resumes in a new call
                     return ST_FULL, k, j, d, -1
                 return _ST_LONG, k, j, d, L + extra + 1
             k0 = _U64_0
@@ -1251,9 +1252,16 @@ def _encode_loop(
             out[k] = doc_special[d]
             k += 1
         doc_end[d] = k
-    if cache_bits > 0 and j - j_first >= 1024:
-        cache[head + 2] = np.uint64(32 * n_marked > j - j_first)  # more than 3 % of the pieces
+    _note_marks(cache, cache_bits, head, n_marked, j - j_first)
     return ST_DONE, k, j, docs.shape[0], -1
+
+
+@njit(inline="always")
+def _note_marks(cache, cache_bits, head, n_marked, n_pieces):
+    """Note in the cache's head whether more than 3 % of a call's pieces (1,024 or more) met a
+    mark: short pieces of more than 4 ids are common, the loop's next calls prefetch more."""
+    if cache_bits > 0 and n_pieces >= 1024:
+        cache[head + 2] = np.uint64(32 * n_marked > n_pieces)
 
 
 def _scanning_kernels(scanner: int):
