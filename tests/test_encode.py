@@ -1050,15 +1050,18 @@ def _mapping_flags(address: int) -> set[str]:
 
 @pytest.mark.skipif(not os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"), reason="no transparent huge pages")
 def test_ids_and_utf8_of_long_texts_stay_off_huge_pages(monkeypatch):
-    """Arrays written once in order (ids, a batch's UTF-8) from ``SMALL_PAGES_FROM`` bytes on
-    are advised off the huge pages NumPy asks for (lowered here to reach it); shrinking the ids
-    keeps the advice, and the ids stay tiktoken's. Smaller ones keep NumPy's advice."""
+    """Arrays written once in order (a batch's UTF-8) from ``SMALL_PAGES_FROM`` bytes on, and
+    the ids of texts from ``output.SMALL_PAGES_TEXT`` bytes on, are advised off the huge pages
+    NumPy asks for (both lowered here to reach them); shrinking the ids keeps the advice, and
+    the ids stay tiktoken's. Smaller ones keep NumPy's advice."""
     from numtok._native import hugepages
+    from numtok.encode import output
 
     middle = lambda a: a.ctypes.data + a.nbytes // 2  # noqa: E731
     small = hugepages.empty_written_once(3 << 20, np.int32)  # 12 MiB: NumPy's huge pages
     assert "hg" in _mapping_flags(middle(small)) and "nh" not in _mapping_flags(middle(small))
     monkeypatch.setattr(hugepages, "SMALL_PAGES_FROM", 1 << 20)
+    monkeypatch.setattr(output, "SMALL_PAGES_TEXT", 1 << 20)
     big = hugepages.empty_written_once(3 << 20, np.int32)
     assert "nh" in _mapping_flags(middle(big)) and "hg" not in _mapping_flags(middle(big))
     enc = numtok.load("cl100k_base")

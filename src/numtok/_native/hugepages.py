@@ -75,11 +75,11 @@ SMALL_PAGES_FROM = 256 << 20
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
-def empty_written_once(n: int, dtype) -> np.ndarray:
+def empty_written_once(n: int, dtype, small_pages: bool | None = None) -> np.ndarray:
     """``np.empty(n, dtype)`` for an array a kernel writes once in order and that may be shrunk
-    in place (``ndarray.resize``): from ``SMALL_PAGES_FROM`` bytes on, NumPy's advice to put it
-    on huge pages is taken back (Linux; elsewhere, or if the system refuses, a plain
-    ``np.empty``).
+    in place (``ndarray.resize``): from ``SMALL_PAGES_FROM`` bytes on (or where
+    ``small_pages`` says so), NumPy's advice to put it on huge pages is taken back (Linux;
+    elsewhere, or if the system refuses, a plain ``np.empty``).
 
     >>> a = empty_written_once(1 << 21, np.int32)
     >>> a.shape, a.dtype, a.flags.owndata
@@ -87,7 +87,9 @@ def empty_written_once(n: int, dtype) -> np.ndarray:
     """
     a = np.empty(n, dtype)
     advice = getattr(mmap, "MADV_NOHUGEPAGE", None)
-    if _libc is None or advice is None or a.nbytes < SMALL_PAGES_FROM:
+    if small_pages is None:
+        small_pages = a.nbytes >= SMALL_PAGES_FROM
+    if _libc is None or advice is None or not small_pages:
         return a
     start = -a.ctypes.data % mmap.PAGESIZE  # whole pages only, as NumPy advised them
     length = (a.nbytes - start) // mmap.PAGESIZE * mmap.PAGESIZE
