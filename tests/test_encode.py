@@ -667,7 +667,7 @@ def test_ids_arrays_that_start_small_grow_to_the_same_ids(name, monkeypatch):
     from numtok.encode import output
 
     monkeypatch.setattr(output, "EXPECTED_IDS_PER_BYTE", 0.01)
-    monkeypatch.setattr(output, "_SLACK", 1)
+    monkeypatch.setattr(output, "IDS_SLACK", 1)
     grows = []
     real_grow = output.IdsOut.grow
     monkeypatch.setattr(output.IdsOut, "grow", lambda self, *a: grows.append(a) or real_grow(self, *a))

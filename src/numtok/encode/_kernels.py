@@ -140,6 +140,10 @@ _SAMPLE_EVERY = 1 << 18  # bytes of text between two samples in encode_docs_rang
 # Pieces encode_docs_range scans, then encodes, at a time: 128 KiB of spans, 40-100 KiB of text
 # (English at 100 MB: 1024 ran 0.95x, 4096 0.99x, 16384 1.0x as fast; other scripts the same).
 SPAN_BATCH = 8192
+# An ids array starts at this many ids a byte of text, plus IDS_SLACK, and grows when full
+# (every script measured gives 0.2-0.4; see output.py).
+EXPECTED_IDS_PER_BYTE = 0.5
+IDS_SLACK = 64
 
 # Status codes returned by encode_spans.
 ST_DONE = 0
@@ -1257,6 +1261,11 @@ def _encode_loop(
 
 
 @njit(inline="always")
+def _expected_ids(nbytes):
+    return np.int64(nbytes * EXPECTED_IDS_PER_BYTE) + IDS_SLACK
+
+
+@njit(inline="always")
 def _note_marks(cache, cache_bits, head, n_marked, n_pieces):
     """Note in the cache's head whether more than 3 % of a call's pieces (1,024 or more) met a
     mark: short pieces of more than 4 ids are common, the loop's next calls prefetch more."""
@@ -1361,7 +1370,7 @@ def _scanning_kernels(scanner: int):
         docs[0, 0] = 0
         docs[0, 1] = n
         per_byte = 2 if eow_id >= 0 else 1
-        out = np.empty(min(n * per_byte, n // 2 + 64) + 1, np.int32)  # as output.IdsOut sizes it
+        out = np.empty(min(n * per_byte, _expected_ids(n)) + 1, np.int32)
         k = np.int64(0)  # not the literal 0: encode_docs_range keeps the one signature Python calls
         while True:
             status, k, _, pos = docs_range(
@@ -1371,7 +1380,7 @@ def _scanning_kernels(scanner: int):
             )  # fmt: skip
             if status != ST_FULL:
                 break
-            grown = np.empty(min(k + (n - pos) * per_byte + 1, max(out.shape[0] * 3 // 2, k + (n - pos) // 2 + 64)), np.int32)
+            grown = np.empty(min(k + (n - pos) * per_byte + 1, max(out.shape[0] * 3 // 2, k + _expected_ids(n - pos))), np.int32)
             grown[:k] = out[:k]
             out = grown
             docs[0, 0] = pos

@@ -17,10 +17,10 @@ import numpy as np
 
 from .._native.hugepages import empty_written_once
 from .._native.sink import CountSink
+from ._kernels import EXPECTED_IDS_PER_BYTE, IDS_SLACK
 
-# Every script measured gives 0.2-0.4 ids a byte (English 0.22, Chinese and Hindi 0.37).
-EXPECTED_IDS_PER_BYTE = 0.5
-_SLACK = 64
+# EXPECTED_IDS_PER_BYTE: every script measured gives 0.2-0.4 ids a byte (English 0.22, Chinese
+# and Hindi 0.37); encode_text sizes its ids the same way.
 # The ids of texts of this many bytes or more stay on 4 KiB pages (see _native/hugepages.py):
 # on huge pages, a first encode_ordinary of 100 MB ran at 75-89 MB/s instead of 103-111, and
 # calls on new strs varied 167-189 MB/s instead of 177-181.
@@ -75,4 +75,4 @@ def _worst(nbytes: int, n_docs: int, per_byte: int) -> int:
 
 
 def _expected(nbytes: int, n_docs: int) -> int:
-    return int(nbytes * EXPECTED_IDS_PER_BYTE) + n_docs + _SLACK
+    return int(nbytes * EXPECTED_IDS_PER_BYTE) + n_docs + IDS_SLACK
