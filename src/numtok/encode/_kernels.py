@@ -1381,7 +1381,8 @@ def _scanning_kernels(scanner: int):
             if status != ST_FULL:
                 break
             grown = np.empty(min(k + (n - pos) * per_byte + 1, max(out.shape[0] * 3 // 2, k + _expected_ids(n - pos))), np.int32)
-            grown[:k] = out[:k]
+            for q in range(k):  # not grown[:k] = out[:k]: its shape check compiles string formatting
+                grown[q] = out[q]
             out = grown
             docs[0, 0] = pos
         return status, out[:k].copy(), pos
