@@ -486,10 +486,9 @@ def test_one_kernel_path_equals_chunked_path(text, name):
 
 
 @pytest.mark.parametrize("name", CORE)
-def test_one_kernel_path_grows_its_ids_past_half_an_id_a_byte(name):
-    """``encode_text`` sizes its ids for half an id a byte and grows them where a text gives
-    more (control characters and rare ideographs: an id or more a byte), resuming where it
-    stopped: tiktoken's ids, in an array of their own."""
+def test_one_kernel_path_gives_ids_past_half_an_id_a_byte_in_an_array_of_their_own(name):
+    """``encode_text`` on a text of more than half an id a byte (control characters and rare
+    ideographs: an id or more a byte): tiktoken's ids, in an array of their own."""
     text = "".join(chr(0x20000 + 7 * i) + "\x01\x02" for i in range(3000)) + " done"
     data = buffers.padded_utf8_of(text)
     expected = reference(name).encode_ordinary(text)
@@ -546,17 +545,11 @@ def _encode_range(enc, text: str, batch: int, start_at: int = 0, count: bool = F
     CountSink): ids or their number."""
     from numtok._native.sink import CountSink
     from numtok.encode import _kernels as kernels
-    from numtok.pretokenizers._unicode import class_table
 
     data = buffers.padded_utf8_of(text)
     out = CountSink(len(data) + 1) if count else np.full(len(data) + 1, -1, np.int32)
     docs = np.array([[start_at, len(data)]], np.int64)
-    status, k, _, _ = kernels.ENCODE_DOCS_RANGE[enc._scanner_id](
-        data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), class_table(), out, 0, batch,
-        enc._byte_id, enc._bp, enc._tok_bytes, enc._tok_off, enc._tok_tab, enc._whole_tab,
-        enc._whole_ext, enc._max_whole_len, enc._pair_tab, enc._pair_filter, enc._res_of, enc._units_code, enc._unk_id, enc._eow_id,
-        enc._piece_caches.take(len(data)), enc._heap_min,
-    )  # fmt: skip
+    status, k, _, _, _ = _docs_range(enc, data, docs, np.full(1, -1, np.int64), out, np.int64(0), batch)
     assert status == kernels.ST_DONE
     return k if count else out[:k].tolist()
 
@@ -602,6 +595,7 @@ def test_documents_scanned_and_encoded_a_batch_of_pieces_at_a_time(name, monkeyp
 
 
 def _docs_range(enc, data, docs, specials, out, k, batch):
+    """``_kernels.encode_docs_range`` of ``enc`` on ``docs``: (status, k, d, pos, doc_end)."""
     from numtok.encode import _kernels as kernels
     from numtok.pretokenizers._unicode import class_table
 

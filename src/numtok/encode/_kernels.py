@@ -140,10 +140,6 @@ _SAMPLE_EVERY = 1 << 18  # bytes of text between two samples in encode_docs_rang
 # Pieces encode_docs_range scans, then encodes, at a time: 128 KiB of spans, 40-100 KiB of text
 # (English at 100 MB: 1024 ran 0.95x, 4096 0.99x, 16384 1.0x as fast; other scripts the same).
 SPAN_BATCH = 8192
-# An ids array starts at this many ids a byte of text, plus IDS_SLACK, and grows when full
-# (every script measured gives 0.2-0.4; see output.py).
-EXPECTED_IDS_PER_BYTE = 0.5
-IDS_SLACK = 64
 
 # Status codes returned by encode_spans.
 ST_DONE = 0
@@ -1261,11 +1257,6 @@ def _encode_loop(
 
 
 @njit(inline="always")
-def _expected_ids(nbytes):
-    return np.int64(nbytes * EXPECTED_IDS_PER_BYTE) + IDS_SLACK
-
-
-@njit(inline="always")
 def _note_marks(cache, cache_bits, head, n_marked, n_pieces):
     """Note in the cache's head whether more than 3 % of a call's pieces (1,024 or more) met a
     mark: short pieces of more than 4 ids are common, the loop's next calls prefetch more."""
@@ -1363,28 +1354,20 @@ def _scanning_kernels(scanner: int):
     ):  # fmt: skip
         """Pre-tokenize the text ``data[:n]`` (padded) with the scanner and encode it, in one
         call: a short text spends more in the Python between two kernels than in them. Returns
-        ``(status, ids, error_position)`` as ``encode_spans`` does. The ids are their own array,
-        not a view of a bigger one that a caller keeping them would keep too (one id a byte is
-        4.5x English's ids)."""
+        ``(status, ids, error_position)`` as ``encode_spans`` does. The output has room for the
+        worst case (at most 256 KiB of text: address space, only the ids are written), and the
+        ids are returned in an array of their own, not a view of it that a caller keeping them
+        would keep too (4.5x English's ids)."""
         docs = np.empty((1, 2), np.int64)
         docs[0, 0] = 0
         docs[0, 1] = n
-        per_byte = 2 if eow_id >= 0 else 1
-        out = np.empty(min(n * per_byte, _expected_ids(n)) + 1, np.int32)
-        k = np.int64(0)  # not the literal 0: encode_docs_range keeps the one signature Python calls
-        while True:
-            status, k, _, pos = docs_range(
-                data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), flags, out, k, np.int64(SPAN_BATCH),
-                byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-                units, unk_id, eow_id, cache, heap_min,
-            )  # fmt: skip
-            if status != ST_FULL:
-                break
-            grown = np.empty(min(k + (n - pos) * per_byte + 1, max(out.shape[0] * 3 // 2, k + _expected_ids(n - pos))), np.int32)
-            for q in range(k):  # not grown[:k] = out[:k]: its shape check compiles string formatting
-                grown[q] = out[q]
-            out = grown
-            docs[0, 0] = pos
+        out = np.empty(n * (2 if eow_id >= 0 else 1) + 1, np.int32)
+        zero = np.int64(0)  # not the literal 0: encode_docs_range keeps the one signature Python calls
+        status, k, _, pos = docs_range(
+            data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), flags, out, zero, np.int64(SPAN_BATCH),
+            byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
+            units, unk_id, eow_id, cache, heap_min,
+        )  # fmt: skip
         return status, out[:k].copy(), pos
 
     for kernel in (encode_docs_range, encode_text):

@@ -6,9 +6,10 @@ at ``EXPECTED_IDS_PER_BYTE`` of the text, not at the worst case for all of it: t
 the ids (a str's characters times the most bytes one of them may take), which NumPy puts on
 huge pages from 4 MiB on, and each call faulted in and cleared fresh pages. An array near the
 ids' size is smaller and, below the C library's mmap threshold, made of memory the process
-already has: ``encode_ordinary`` ran 1.05-1.06x as fast on 1 MB of mixed-script text and
-1.09-1.11x on 20 MB of Latin-script text. Counting (``CountSink``) keeps the worst case: it
-writes nothing.
+already has: ``encode_ordinary`` ran 1.09-1.15x as fast on 20 MB of Latin-script text and
+0.99-1.06x on 1 MB of mixed-script text (next to the old code in one process, whose arrays
+share the heap). Counting (``CountSink``) keeps the worst case: it writes nothing; so does
+``encode_text`` (at most 256 KiB of text), which returns a copy of its ids.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import numpy as np
 
 from .._native.hugepages import empty_written_once
 from .._native.sink import CountSink
-from ._kernels import EXPECTED_IDS_PER_BYTE, IDS_SLACK
 
-# EXPECTED_IDS_PER_BYTE: every script measured gives 0.2-0.4 ids a byte (English 0.22, Chinese
-# and Hindi 0.37); encode_text sizes its ids the same way.
+# Every script measured gives 0.2-0.4 ids a byte (English 0.22, Chinese and Hindi 0.37).
+EXPECTED_IDS_PER_BYTE = 0.5
+IDS_SLACK = 64
 # The ids of texts of this many bytes or more stay on 4 KiB pages (see _native/hugepages.py):
 # on huge pages, a first encode_ordinary of 100 MB ran at 75-89 MB/s instead of 103-111, and
 # calls on new strs varied 167-189 MB/s instead of 177-181.
@@ -32,7 +33,6 @@ class IdsOut:
     a special token), sized for ``likely_bytes`` of text if given; ``count``: a ``CountSink``
     for the worst case instead.
 
-    >>> import numpy as np
     >>> out = IdsOut(nbytes=1000, n_docs=1, per_byte=1)
     >>> len(out.array)
     565
@@ -47,11 +47,11 @@ class IdsOut:
     __slots__ = ("array", "per_byte", "small_pages")
 
     def __init__(self, nbytes: int, n_docs: int, per_byte: int, count: bool = False, likely_bytes: int | None = None):
+        likely = nbytes if likely_bytes is None else likely_bytes
         self.per_byte = per_byte
-        self.small_pages = (nbytes if likely_bytes is None else likely_bytes) >= SMALL_PAGES_TEXT
+        self.small_pages = likely >= SMALL_PAGES_TEXT
         worst = _worst(nbytes, n_docs, per_byte)
-        expected = _expected(nbytes if likely_bytes is None else likely_bytes, n_docs)
-        self.array = CountSink(worst) if count else empty_written_once(min(worst, expected), np.int32, self.small_pages)
+        self.array = CountSink(worst) if count else empty_written_once(min(worst, _expected(likely, n_docs)), np.int32, self.small_pages)
 
     def grow(self, k: int, rest_bytes: int, rest_docs: int) -> None:
         """More room after the ``k`` ids written, for ``rest_bytes`` of text and ``rest_docs``
