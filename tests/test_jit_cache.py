@@ -1,4 +1,4 @@
-"""The kernel cache (numtok._native.jit) and warm-up (numtok.warmup), in fresh processes started
+"""The kernel cache (numtok._native.jit) and warm-up (numtok.warmup, in numtok.precompile), in fresh processes started
 as users start them: a cold cache compiles, a warm one loads, damage and unwritable locations
 never break a call, a read-only install still serves, a changed source is never served stale,
 the compile notice goes to an interactive stderr only, and after ``warmup`` nothing compiles."""
@@ -298,7 +298,7 @@ class Listener(event.Listener):
     def on_end(self, e):
         pass
 event.register("numba:compile", Listener())
-from numtok.warmup import JOBS
+from numtok.precompile import JOBS
 for name in sys.argv[1:]:
     JOBS[name].run()
 print(json.dumps(compiled))
@@ -366,7 +366,7 @@ def test_after_a_full_warmup_nothing_compiles_and_every_kernel_is_cached(tmp_pat
     env = _env(pythonpath=_copy_package(tmp_path), NUMTOK_JIT_CACHE=tmp_path / "cache")
     done = subprocess.run([sys.executable, "-m", "numtok.cli", "warmup"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    from numtok.warmup import JOBS
+    from numtok.precompile import JOBS
 
     assert _compiled_by(list(JOBS), env) == []
     # Every cached kernel of the package has an index entry: warmup reached it.
@@ -404,6 +404,6 @@ def test_stamp_covers_kernel_files_and_what_they_import_only():
     assert {"encode/_kernels.py", "pretokenizers/_scanners.py", "pretokenizers/_unicode.py", "_native/sink.py",
             "_native/hugepages.py", "train/_heap.py", "wordpiece/_kernels.py"} <= files
     # policy on top that kernels never import: editing it recompiles nothing
-    assert not {"cli.py", "warmup.py", "dask.py", "wordpiece/model.py", "encode/engine.py", "encode/piece_cache.py",
+    assert not {"cli.py", "precompile.py", "dask.py", "wordpiece/model.py", "encode/engine.py", "encode/piece_cache.py",
                 "encode/tokenizer.py", "train/trainer.py", "train/word_counts.py"} & files
     assert int(jit.source_digest(), 16) and len(jit.source_digest()) == 64

@@ -29,7 +29,7 @@ _EXPORTS = {
     "list_encodings": "encode.registry",
     "train_wordpiece": "wordpiece",
     "WordPiece": "wordpiece",
-    "warmup": "warmup",
+    "warmup": "precompile",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -939,7 +939,7 @@ def cmd_demo(args) -> int:
 
 
 def cmd_warmup(args) -> int:
-    from .warmup import warmup
+    from .precompile import warmup
 
     jobs = tuple(j.strip() for j in args.jobs.split(",") if j.strip()) if args.jobs else None
     location = warmup(processes=args.processes, jobs=jobs, quiet=args.quiet)
