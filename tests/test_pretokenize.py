@@ -375,15 +375,19 @@ def assert_documents_split_as_regex(text: str, cuts: list[int], name: str) -> No
     np.testing.assert_array_equal(split_bytes(data, docs, name, num_threads=1), want)
 
 
-# The cl100k and o200k masks take CJK, kana and Hangul letters as letters (``intrinsics.letter3_leads64``):
-# long texts of them among ASCII pieces, with the characters of the same blocks the masks must
-# leave to the general path (voicing marks, U+30FB, U+4DC0, U+D780 on, CJK punctuation,
-# Hangul compatibility jamo) and cut 3-byte sequences.
+# The cl100k and o200k masks take CJK, kana and Hangul letters as letters (``intrinsics.letter3_leads64``)
+# and CJK and general punctuation as "other" (``intrinsics.punct3_leads64``): long texts of them
+# among ASCII pieces, with the characters of the same blocks the masks must leave to the general
+# path (voicing marks, U+4DC0, U+D780 on, Hangul compatibility jamo, ideographic space, line
+# separators, full-width digits and letters, marks) and cut 3-byte sequences.
 LETTER3_PIECES = [
     "한국어", "한", " 한국", "\uac00", "\ud77f", "\ud780", "\ud7a3", "\ud7b0", "\uabff",
     "中文", "文字", "\u4e00", "\u9fff", "\u4dbf", "\u4dc0", "\u3400", "ㄱ",
     "ア", "あいう", "ー", "・", "゛", "\u3099", "\u309a", "゠", "\u3040", "\u3041", "\u3096", "\u3097", "\u30ff",
-    "。", "、", "，", "「", "」", "〆", "\u3000",
+    "。", "、", "，", "「", "」", "〆", "\u3000", "〇", "々", "\u302a", "\u3005", "\u3020",
+    "…", "“", "”", "—", "‐", "\u2027", "\u2028", "\u2029", "\u202f", "\u205e", "\u205f", "\u2070",
+    "（", "）", "：", "！", "？", "【", "】", "〜", "～", "／", "＇", "\uff10", "\uff21", "\uff41", "\uff66", "｡", "･",
+    "，中文", "。\n", "」，", " ，", "\n「",
 ]
 letter3_text = st.lists(
     st.one_of(st.sampled_from(LETTER3_PIECES), st.sampled_from(LETTER3_PIECES), st.sampled_from(ASCII_PIECES), st.sampled_from(TRICKY_PIECES)),
@@ -442,6 +446,37 @@ def test_letter3_leads_are_letters_upper_and_lower_to_every_pattern():
     buf[:] = 0xE4  # a lead at lane 62 or 63 has no room for its continuation bytes
     buf[62:64] = [0xE4, 0xB8]
     assert int(_letter3_leads(buf, 0)) >> 62 == 0
+
+
+@njit
+def _punct3_leads(data, p):
+    return _intrinsics.punct3_leads64(data, p)
+
+
+def test_punct3_leads_are_other_to_every_pattern():
+    """Every 3-byte code point (and surrogate form) at lane 0 and lane 61, each lane's mask
+    bit against the class table: set only for a character that is "other" and nothing else
+    (no letter, digit, space or mark); the lanes whose continuation bytes fall past the 64
+    are never set."""
+    flags = _unicode.class_table()
+    cps = np.arange(0x800, 0x10000)
+    raw = np.stack([0xE0 | (cps >> 12), 0x80 | ((cps >> 6) & 0x3F), 0x80 | (cps & 0x3F)], axis=1).astype(np.uint8)
+    want = flags[cps] == _scanners._O
+    want &= (cps < 0xD800) | (cps > 0xDFFF)
+    buf = np.zeros(64 + 8, np.uint8)
+    got = np.zeros(len(cps), bool)
+    for k in range(len(cps)):
+        buf[:3] = raw[k]
+        buf[61:64] = raw[k]
+        m = int(_punct3_leads(buf, 0))
+        got[k] = m & 1
+        assert m & ~((1 << 61) | 1) == 0
+        assert (m >> 61) & 1 == got[k]
+    assert (got & ~want).sum() == 0, [hex(c) for c in cps[got & ~want][:10]]
+    assert got.sum() == 139  # the ranges the docstring lists
+    buf[:] = 0
+    buf[62:64] = [0xEF, 0xBC]  # a lead at lane 62 or 63 has no room for its continuation bytes
+    assert int(_punct3_leads(buf, 0)) == 0
 
 
 # Bytes that are no UTF-8 wherever they stand (0xC0, 0xC1, 0xF5-0xFF) or a continuation byte

@@ -250,6 +250,28 @@ ascii_class_masks64 = _ascii_class_masks(64)
 ascii_class_masks32 = _ascii_class_masks(32)
 
 
+def _three_byte_lanes(context, builder, signature, args):
+    """Lane k of three <64 x i8> vectors: bytes ``idx + k``, ``idx + k + 1`` and ``idx + k + 2``
+    (zero past the 64: no continuation byte there), the compare helpers, and whether lane k's
+    next two bytes are continuation bytes."""
+    ary = context.make_array(signature.args[0])(context, builder, args[0])
+    vector = ir.VectorType(ir.IntType(8), 64)
+    v0 = builder.load(builder.bitcast(builder.gep(ary.data, [args[1]]), vector.as_pointer()), align=1)
+    zero = ir.Constant(vector, [0] * 64)
+    v1 = builder.shuffle_vector(v0, zero, ir.Constant(ir.VectorType(ir.IntType(32), 64), [k + 1 for k in range(64)]))
+    v2 = builder.shuffle_vector(v0, zero, ir.Constant(ir.VectorType(ir.IntType(32), 64), [k + 2 for k in range(64)]))
+
+    def splat(x):
+        return ir.Constant(vector, [x] * 64)
+
+    def cmp(op):
+        return lambda v, x: builder.icmp_unsigned(op, v, splat(x))
+
+    mask = splat(0xC0)
+    conts = builder.and_(cmp("==")(builder.and_(v1, mask), 0x80), cmp("==")(builder.and_(v2, mask), 0x80))
+    return v0, v1, v2, cmp("=="), cmp("!="), cmp(">="), cmp("<="), conts
+
+
 @intrinsic
 def letter3_leads64(typingctx, arr, idx):
     """Bit k set where byte ``idx + k`` starts a 3-byte character that is a letter to every
@@ -264,38 +286,43 @@ def letter3_leads64(typingctx, arr, idx):
         return None
 
     def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        vector = ir.VectorType(ir.IntType(8), 64)
-        v0 = builder.load(builder.bitcast(builder.gep(ary.data, [args[1]]), vector.as_pointer()), align=1)
-        zero = ir.Constant(vector, [0] * 64)
-        # byte k + 1 and k + 2 in lane k (zero past the 64: no continuation byte there)
-        v1 = builder.shuffle_vector(v0, zero, ir.Constant(ir.VectorType(ir.IntType(32), 64), [k + 1 for k in range(64)]))
-        v2 = builder.shuffle_vector(v0, zero, ir.Constant(ir.VectorType(ir.IntType(32), 64), [k + 2 for k in range(64)]))
-
-        def splat(x):
-            return ir.Constant(vector, [x] * 64)
-
-        def eq(v, x):
-            return builder.icmp_unsigned("==", v, splat(x))
-
-        def ne(v, x):
-            return builder.icmp_unsigned("!=", v, splat(x))
-
-        def ge(v, x):
-            return builder.icmp_unsigned(">=", v, splat(x))
-
-        def le(v, x):
-            return builder.icmp_unsigned("<=", v, splat(x))
-
+        v0, v1, v2, eq, ne, ge, le, conts = _three_byte_lanes(context, builder, signature, args)
         a, o = builder.and_, builder.or_
         kana = o(o(a(eq(v1, 0x81), ne(v2, 0x80)), a(eq(v1, 0x82), o(le(v2, 0x96), ge(v2, 0xA1)))), o(a(eq(v1, 0x83), ne(v2, 0xBB)), ge(v1, 0x90)))
         lead = o(
             o(o(a(ge(v0, 0xE5), le(v0, 0xE9)), o(eq(v0, 0xEB), eq(v0, 0xEC))), a(eq(v0, 0xE4), ne(v1, 0xB7))),
-            o(o(a(eq(v0, 0xEA), ge(v1, 0xB0)), a(eq(v0, 0xED), builder.icmp_unsigned("<", v1, splat(0x9E)))), a(eq(v0, 0xE3), kana)),
+            o(o(a(eq(v0, 0xEA), ge(v1, 0xB0)), a(eq(v0, 0xED), builder.icmp_unsigned("<", v1, ir.Constant(v1.type, [0x9E] * 64)))), a(eq(v0, 0xE3), kana)),
         )
-        mask = splat(0xC0)
-        conts = a(eq(builder.and_(v1, mask), 0x80), eq(builder.and_(v2, mask), 0x80))
         return builder.bitcast(a(lead, conts), ir.IntType(64))
+
+    return types.uint64(arr, idx), codegen
+
+
+@intrinsic
+def punct3_leads64(typingctx, arr, idx):
+    """Bit k set where byte ``idx + k`` starts a 3-byte character that is punctuation or a
+    symbol to every named pattern (only "other": no letter, digit, space or mark), with both
+    continuation bytes among the 64: the punctuation of CJK and mixed-script text. Ranges:
+    U+2010-2027, U+2030-205E (dashes, quotes, ellipsis), U+3001-3004, U+3008-301F (CJK
+    commas, stops, brackets), U+30FB, U+FF01-FF0F, U+FF1A-FF20, U+FF3B-FF40, U+FF5B-FF65
+    (full-width forms). Tested against the class table for every code point. No bounds check:
+    the caller keeps ``idx + 64 <= len(arr)``."""
+    if not (_is_bytes(arr) and isinstance(idx, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        v0, v1, v2, eq, ne, ge, le, conts = _three_byte_lanes(context, builder, signature, args)
+        a, o = builder.and_, builder.or_
+
+        def within(v, lo, hi):
+            return a(ge(v, lo), le(v, hi))
+
+        e2 = a(eq(v0, 0xE2), o(a(eq(v1, 0x80), o(within(v2, 0x90, 0xA7), ge(v2, 0xB0))), a(eq(v1, 0x81), le(v2, 0x9E))))
+        e3 = a(eq(v0, 0xE3), o(a(eq(v1, 0x80), o(within(v2, 0x81, 0x84), within(v2, 0x88, 0x9F))), a(eq(v1, 0x83), eq(v2, 0xBB))))
+        ff_bc = a(eq(v1, 0xBC), o(o(within(v2, 0x81, 0x8F), within(v2, 0x9A, 0xA0)), ge(v2, 0xBB)))
+        ff_bd = a(eq(v1, 0xBD), o(eq(v2, 0x80), within(v2, 0x9B, 0xA5)))
+        ef = a(eq(v0, 0xEF), o(ff_bc, ff_bd))
+        return builder.bitcast(a(o(o(e2, e3), ef), conts), ir.IntType(64))
 
     return types.uint64(arr, idx), codegen
 
