@@ -388,6 +388,8 @@ LETTER3_PIECES = [
     "…", "“", "”", "—", "‐", "\u2027", "\u2028", "\u2029", "\u202f", "\u205e", "\u205f", "\u2070",
     "（", "）", "：", "！", "？", "【", "】", "〜", "～", "／", "＇", "\uff10", "\uff21", "\uff41", "\uff66", "｡", "･",
     "，中文", "。\n", "」，", " ，", "\n「",
+    # letter runs that reach past a window's end, and what may end them there
+    "ドキュメントを新規作成します", "文文文文文文文文文文文", "Привет", "ǅ", "\u0301",
 ]
 letter3_text = st.lists(
     st.one_of(st.sampled_from(LETTER3_PIECES), st.sampled_from(LETTER3_PIECES), st.sampled_from(ASCII_PIECES), st.sampled_from(TRICKY_PIECES)),

@@ -487,6 +487,30 @@ def _space_from_masks(ws, nl, valid, xstop, uoff, to_end, dollar_first):
 
 
 @_inline
+def _letter_run_on(data, p, end, flags, small):
+    """End of the letter run (cl100k: ``\\p{L}``; o200k, ``small``: W) that goes on at byte
+    ``p`` past a window's end: 64 bytes at a time from masks while its characters are ASCII
+    (small) letters or CJK, kana and Hangul ones, then by the character loop (which alone
+    measured a Chinese clause past a window's end one character at a time). ``p`` may be inside
+    a letter the window had whole but for its last byte: the run starts again at its first."""
+    while data[_u(p)] & 0xC0 == 0x80:
+        p -= 1
+    while p + 64 <= data.shape[0]:
+        lo, up, dg, ws, hi, nl, sp, sl, ap = _ascii_class_masks64(data, p)
+        q = _letter3_leads64(data, p)
+        let = lo | q | (q << _M1) | (q << _M2)
+        if not small:
+            let |= up
+        n = 64 if let == _M_ALL else np.int64(trailing_zeros(~let))
+        if p + n > end:  # the character loop decides a character cut by the document's end
+            break
+        p += n
+        if n < 62:  # else a letter may start at byte 62 or 63 of the 64
+            break
+    return _class_run(data, p, end, flags, _W if small else _L)
+
+
+@_inline
 def _class_run(data, p, end, flags, mask):
     """End of the run of characters with a class bit in ``mask`` from byte ``p``."""
     while p < end:
@@ -926,7 +950,10 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
                         e += 1 + np.int64(trailing_zeros(~let >> (uoff + _u(e) + _M1)))
                     if e > 0:  # [^\r\n\p{L}\p{N}]?+\p{L}++
                         if (xstop >> _u(e)) & _M1:
-                            e = -1
+                            if uoff + _u(e) >= 62:  # the window's end (or a letter cut by it)
+                                e = _letter_run_on(data, i + e, end, flags, False) - i
+                            else:
+                                e = -1
                     elif (dg >> uoff) & _M1:  # \p{N}{1,3}+
                         e = _digits_from_masks(dg, valid, xstop, uoff)
                     elif _other_starts(om, sp, uoff):  # " ?O++[\r\n]*+"
@@ -1114,7 +1141,16 @@ def _split_o200k(data, docs, flags, out, n, d, i):
                         e += 1 + np.int64(trailing_zeros(bl >> (uoff + _u(e) + _M1)))
                     if e > 0:  # A1/A2 (ASCII letters), then C
                         if (xstop >> _u(e)) & _M1:
-                            e = -1
+                            if uoff + _u(e) >= 62 and (lo >> (uoff + _u(e) - _M1)) & _M1:
+                                # W+ goes on past the window's end; a capital after it is
+                                # left to the general path (U* may have taken it)
+                                e = _letter_run_on(data, i + e, end, flags, True)
+                                if e < end and _char_at(data, e, end, flags)[0] & _U:
+                                    e = -1
+                                else:
+                                    e += _contraction_ci(data, e, end) - i
+                            else:
+                                e = -1
                         elif data[_u(i + e)] == 0x27:
                             e += _contraction_ci(data, i + e, end)
                     elif (dg >> uoff) & _M1:  # A3 \p{N}{1,3}
