@@ -425,29 +425,38 @@ def _letter3_leads(data, p):
     return _intrinsics.letter3_leads64(data, p)
 
 
-def test_letter3_leads_are_letters_upper_and_lower_to_every_pattern():
-    """Every 3-byte code point (and surrogate form) at lane 0 and lane 61, each lane's mask
-    bit against the class table: set only for a letter that is both o200k "upper" and
-    "lower" (Lo, Lm); the lanes whose continuation bytes fall past the 64 are never set."""
-    flags = _unicode.class_table()
+def _lane_bits_of_three_byte_characters(leads):
+    """Each 3-byte code point (and surrogate form) at lane 0 and at lane 61 of a 64-byte
+    window: the code points, and whether ``leads`` set the character's lane bit (the same at
+    both lanes, and no other bit). A lead at lane 62 or 63, whose continuation bytes fall past
+    the 64, must set none."""
     cps = np.arange(0x800, 0x10000)
     raw = np.stack([0xE0 | (cps >> 12), 0x80 | ((cps >> 6) & 0x3F), 0x80 | (cps & 0x3F)], axis=1).astype(np.uint8)
-    want = ((flags[cps] & _scanners._L) != 0) & ((flags[cps] & _scanners._UW) == _scanners._UW)
-    want &= (cps < 0xD800) | (cps > 0xDFFF)
     buf = np.zeros(64 + 8, np.uint8)
     got = np.zeros(len(cps), bool)
     for k in range(len(cps)):
         buf[:3] = raw[k]
         buf[61:64] = raw[k]
-        m = int(_letter3_leads(buf, 0))
+        m = int(leads(buf, 0))
         got[k] = m & 1
         assert m & ~((1 << 61) | 1) == 0
         assert (m >> 61) & 1 == got[k]
+    for c in raw[got]:  # each character whose bit is set, cut by the window's end
+        for lane in (62, 63):
+            buf[:] = 0
+            buf[lane : lane + 3] = c
+            assert int(leads(buf, 0)) >> 62 == 0
+    return cps, got
+
+
+def test_letter3_leads_are_letters_upper_and_lower_to_every_pattern():
+    """Set only for a letter that is both o200k "upper" and "lower" (Lo, Lm)."""
+    flags = _unicode.class_table()
+    cps, got = _lane_bits_of_three_byte_characters(_letter3_leads)
+    want = ((flags[cps] & _scanners._L) != 0) & ((flags[cps] & _scanners._UW) == _scanners._UW)
+    want &= (cps < 0xD800) | (cps > 0xDFFF)
     assert (got & ~want).sum() == 0, [hex(c) for c in cps[got & ~want][:10]]
     assert got.sum() > 38000  # CJK, kana and Hangul letters: most of them
-    buf[:] = 0xE4  # a lead at lane 62 or 63 has no room for its continuation bytes
-    buf[62:64] = [0xE4, 0xB8]
-    assert int(_letter3_leads(buf, 0)) >> 62 == 0
 
 
 @njit
@@ -456,29 +465,13 @@ def _punct3_leads(data, p):
 
 
 def test_punct3_leads_are_other_to_every_pattern():
-    """Every 3-byte code point (and surrogate form) at lane 0 and lane 61, each lane's mask
-    bit against the class table: set only for a character that is "other" and nothing else
-    (no letter, digit, space or mark); the lanes whose continuation bytes fall past the 64
-    are never set."""
+    """Set only for a character that is "other" and nothing else (no letter, digit, space or
+    mark)."""
     flags = _unicode.class_table()
-    cps = np.arange(0x800, 0x10000)
-    raw = np.stack([0xE0 | (cps >> 12), 0x80 | ((cps >> 6) & 0x3F), 0x80 | (cps & 0x3F)], axis=1).astype(np.uint8)
-    want = flags[cps] == _scanners._O
-    want &= (cps < 0xD800) | (cps > 0xDFFF)
-    buf = np.zeros(64 + 8, np.uint8)
-    got = np.zeros(len(cps), bool)
-    for k in range(len(cps)):
-        buf[:3] = raw[k]
-        buf[61:64] = raw[k]
-        m = int(_punct3_leads(buf, 0))
-        got[k] = m & 1
-        assert m & ~((1 << 61) | 1) == 0
-        assert (m >> 61) & 1 == got[k]
+    cps, got = _lane_bits_of_three_byte_characters(_punct3_leads)
+    want = (flags[cps] == _scanners._O) & ((cps < 0xD800) | (cps > 0xDFFF))
     assert (got & ~want).sum() == 0, [hex(c) for c in cps[got & ~want][:10]]
     assert got.sum() == 139  # the ranges the docstring lists
-    buf[:] = 0
-    buf[62:64] = [0xEF, 0xBC]  # a lead at lane 62 or 63 has no room for its continuation bytes
-    assert int(_punct3_leads(buf, 0)) == 0
 
 
 # Bytes that are no UTF-8 wherever they stand (0xC0, 0xC1, 0xF5-0xFF) or a continuation byte

@@ -272,8 +272,49 @@ def _three_byte_lanes(context, builder, signature, args):
     return v0, v1, v2, cmp("=="), cmp("!="), cmp(">="), cmp("<="), conts
 
 
-@intrinsic
-def letter3_leads64(typingctx, arr, idx):
+def _three_byte_leads64(leads, doc):
+    """An intrinsic ``(arr, idx) -> uint64``: bit k set where byte ``idx + k`` starts a 3-byte
+    character that ``leads(builder, v0, v1, v2, eq, ne, ge, le)`` picks (a <64 x i1> of its
+    lanes, ``_three_byte_lanes``), with both continuation bytes among the 64 (so k <= 61)."""
+
+    def typer(typingctx, arr, idx):
+        if not (_is_bytes(arr) and isinstance(idx, types.Integer)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            v0, v1, v2, eq, ne, ge, le, conts = _three_byte_lanes(context, builder, signature, args)
+            return builder.bitcast(builder.and_(leads(builder, v0, v1, v2, eq, ne, ge, le), conts), ir.IntType(64))
+
+        return types.uint64(arr, idx), codegen
+
+    typer.__doc__ = doc
+    return intrinsic(typer)
+
+
+def _letter3_lanes(builder, v0, v1, v2, eq, ne, ge, le):
+    a, o = builder.and_, builder.or_
+    kana = o(o(a(eq(v1, 0x81), ne(v2, 0x80)), a(eq(v1, 0x82), o(le(v2, 0x96), ge(v2, 0xA1)))), o(a(eq(v1, 0x83), ne(v2, 0xBB)), ge(v1, 0x90)))
+    return o(
+        o(o(a(ge(v0, 0xE5), le(v0, 0xE9)), o(eq(v0, 0xEB), eq(v0, 0xEC))), a(eq(v0, 0xE4), ne(v1, 0xB7))),
+        o(o(a(eq(v0, 0xEA), ge(v1, 0xB0)), a(eq(v0, 0xED), le(v1, 0x9D))), a(eq(v0, 0xE3), kana)),
+    )
+
+
+def _punct3_lanes(builder, v0, v1, v2, eq, ne, ge, le):
+    a, o = builder.and_, builder.or_
+
+    def within(v, lo, hi):
+        return a(ge(v, lo), le(v, hi))
+
+    e2 = a(eq(v0, 0xE2), o(a(eq(v1, 0x80), o(within(v2, 0x90, 0xA7), ge(v2, 0xB0))), a(eq(v1, 0x81), le(v2, 0x9E))))
+    e3 = a(eq(v0, 0xE3), o(a(eq(v1, 0x80), o(within(v2, 0x81, 0x84), within(v2, 0x88, 0x9F))), a(eq(v1, 0x83), eq(v2, 0xBB))))
+    ff_bc = a(eq(v1, 0xBC), o(o(within(v2, 0x81, 0x8F), within(v2, 0x9A, 0xA0)), ge(v2, 0xBB)))
+    ff_bd = a(eq(v1, 0xBD), o(eq(v2, 0x80), within(v2, 0x9B, 0xA5)))
+    return o(o(e2, e3), a(eq(v0, 0xEF), o(ff_bc, ff_bd)))
+
+
+letter3_leads64 = _three_byte_leads64(
+    _letter3_lanes,
     """Bit k set where byte ``idx + k`` starts a 3-byte character that is a letter to every
     named pattern and both "upper" and "lower" to o200k (Lo or Lm): most CJK ideographs, kana
     and Hangul syllables, with both continuation bytes among the 64 (so k <= 61). Ranges:
@@ -281,50 +322,18 @@ def letter3_leads64(typingctx, arr, idx):
     Characters around them in those blocks that are not such letters (kana voicing marks,
     U+30FB, U+4DC0-4DFF, U+D780 on) are left out, so a scanner that takes these bytes as
     letters is exact (tested against the class table for every code point). No bounds check:
-    the caller keeps ``idx + 64 <= len(arr)``."""
-    if not (_is_bytes(arr) and isinstance(idx, types.Integer)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        v0, v1, v2, eq, ne, ge, le, conts = _three_byte_lanes(context, builder, signature, args)
-        a, o = builder.and_, builder.or_
-        kana = o(o(a(eq(v1, 0x81), ne(v2, 0x80)), a(eq(v1, 0x82), o(le(v2, 0x96), ge(v2, 0xA1)))), o(a(eq(v1, 0x83), ne(v2, 0xBB)), ge(v1, 0x90)))
-        lead = o(
-            o(o(a(ge(v0, 0xE5), le(v0, 0xE9)), o(eq(v0, 0xEB), eq(v0, 0xEC))), a(eq(v0, 0xE4), ne(v1, 0xB7))),
-            o(o(a(eq(v0, 0xEA), ge(v1, 0xB0)), a(eq(v0, 0xED), builder.icmp_unsigned("<", v1, ir.Constant(v1.type, [0x9E] * 64)))), a(eq(v0, 0xE3), kana)),
-        )
-        return builder.bitcast(a(lead, conts), ir.IntType(64))
-
-    return types.uint64(arr, idx), codegen
-
-
-@intrinsic
-def punct3_leads64(typingctx, arr, idx):
+    the caller keeps ``idx + 64 <= len(arr)``.""",
+)
+punct3_leads64 = _three_byte_leads64(
+    _punct3_lanes,
     """Bit k set where byte ``idx + k`` starts a 3-byte character that is punctuation or a
     symbol to every named pattern (only "other": no letter, digit, space or mark), with both
     continuation bytes among the 64: the punctuation of CJK and mixed-script text. Ranges:
     U+2010-2027, U+2030-205E (dashes, quotes, ellipsis), U+3001-3004, U+3008-301F (CJK
     commas, stops, brackets), U+30FB, U+FF01-FF0F, U+FF1A-FF20, U+FF3B-FF40, U+FF5B-FF65
     (full-width forms). Tested against the class table for every code point. No bounds check:
-    the caller keeps ``idx + 64 <= len(arr)``."""
-    if not (_is_bytes(arr) and isinstance(idx, types.Integer)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        v0, v1, v2, eq, ne, ge, le, conts = _three_byte_lanes(context, builder, signature, args)
-        a, o = builder.and_, builder.or_
-
-        def within(v, lo, hi):
-            return a(ge(v, lo), le(v, hi))
-
-        e2 = a(eq(v0, 0xE2), o(a(eq(v1, 0x80), o(within(v2, 0x90, 0xA7), ge(v2, 0xB0))), a(eq(v1, 0x81), le(v2, 0x9E))))
-        e3 = a(eq(v0, 0xE3), o(a(eq(v1, 0x80), o(within(v2, 0x81, 0x84), within(v2, 0x88, 0x9F))), a(eq(v1, 0x83), eq(v2, 0xBB))))
-        ff_bc = a(eq(v1, 0xBC), o(o(within(v2, 0x81, 0x8F), within(v2, 0x9A, 0xA0)), ge(v2, 0xBB)))
-        ff_bd = a(eq(v1, 0xBD), o(eq(v2, 0x80), within(v2, 0x9B, 0xA5)))
-        ef = a(eq(v0, 0xEF), o(ff_bc, ff_bd))
-        return builder.bitcast(a(o(o(e2, e3), ef), conts), ir.IntType(64))
-
-    return types.uint64(arr, idx), codegen
+    the caller keeps ``idx + 64 <= len(arr)``.""",
+)
 
 
 def _is_code_units(t) -> bool:
