@@ -877,8 +877,9 @@ def _split_gpt2(data, docs, flags, out, n, d, i):
 def _cl100k_masks(lo, up, dg, ws, hi, nl, sp, ap, valid, p3):
     """The cl100k kernel's masks of a window: letters, bytes the masks cannot decide (``stop``:
     non-ASCII but the window's 3-byte letters and punctuation, and past the document),
-    "other" (ASCII, and the 3-byte punctuation whose first bytes are ``p3``), an ASCII
-    character that is a letter run's prefix (``pl``), and the plain text's starts and bad bytes."""
+    "other" (ASCII, and the 3-byte punctuation whose first bytes are ``p3``), the first byte of
+    a character (ASCII or such punctuation) that is a letter run's prefix (``pl``), and the
+    plain text's starts and bad bytes."""
     let = (lo | up) & valid
     stop = (hi & ~(lo | p3 | (p3 << _M1) | (p3 << _M2))) | ~valid
     om = ~(let | dg | ws | stop)
