@@ -111,6 +111,7 @@ UNDER_LIMIT = textwrap.dedent("""
     if job in ("train", "from_counts"):
         words = [f"w{i:x}q{(i * 7919) % 100003:x}" for i in range(int(arg))]
         counts = dict.fromkeys(words, 3)
+        corpus = " ".join(words)
     if job == "encode_batch":
         texts = ["hello world, " * 1000] * int(arg)
     if job == "encode":
@@ -129,7 +130,7 @@ UNDER_LIMIT = textwrap.dedent("""
     resource.setrlimit(resource.RLIMIT_AS, (mapped() + headroom, resource.RLIM_INFINITY))
     try:
         if job == "train":
-            numtok.train_bpe([" ".join(words)], 100_000)
+            numtok.train_bpe([corpus], 100_000)
         elif job == "from_counts":
             numtok.train_bpe_from_counts(counts, 100_000)
         elif job == "encode_batch":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import traceback
 
 _PREFIX = "out of memory while "
 _trim = None  # glibc's malloc_trim, once looked up; False where there is none
@@ -20,7 +21,12 @@ _trim = None  # glibc's malloc_trim, once looked up; False where there is none
 
 def out_of_memory(exc: MemoryError, what: str, needed_bytes: int) -> MemoryError:
     """A MemoryError naming ``what`` was being built and ``needed_bytes``; ``exc`` itself when
-    it already says so (an inner stage explained it). Raise it ``from exc``."""
+    it already says so (an inner stage explained it). Raise it ``from exc``.
+
+    The frames ``exc`` passed through that have returned lose their variables first, so that
+    what they built is freed before the error is raised on (a caller whose message takes much
+    formatting, or whose own frame holds much, frees that first)."""
+    traceback.clear_frames(exc.__traceback__)
     if str(exc).startswith(_PREFIX):
         return exc
     return MemoryError(f"{_PREFIX}{what} (needs roughly {format_bytes(needed_bytes)})")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Mapping
 
@@ -166,39 +167,46 @@ def train_bpe_from_counts(counts: WordCounts | Mapping, vocab_size: int, **optio
         raise TypeError(f"counts must be a mapping {{word: count}}, not {type(counts).__name__}")
     started = time.perf_counter()
     try:
-        words, freqs = [], []
-        occurrences = 0
-        for word, count in counts.items():
-            if isinstance(word, str):
-                word = word.encode("utf-8")
-            elif not isinstance(word, (bytes, bytearray)):
-                raise TypeError(f"counts keys must be str or bytes, not {type(word).__name__}")
-            if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
-                raise ValueError(f"count of {word!r} must be a non-negative integer, got {count!r}")
-            if count > _COUNT_MAX:
-                raise ValueError(f"count of {word!r} is {count}, past the int64 limit of counts ({_COUNT_MAX} = 2**63 - 1)")
-            if word:
-                words.append(bytes(word))
-                freqs.append(int(count))
-                occurrences += int(count) * len(word)
-        # A pair's count sums its words' counts times occurrences: it must fit the int64 counters.
-        if occurrences > _COUNT_MAX:
-            raise ValueError(f"the counts total {occurrences} symbol occurrences, past the int64 limit of pair counts "
-                             f"({_COUNT_MAX} = 2**63 - 1): scale them down")
-        counter = WordCounter(len(words), store_bytes=sum(map(len, words)))
-        if words:
-            lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-            ends = np.cumsum(lengths)
-            spans = np.stack([ends - lengths, ends], axis=1)
-            data = np.frombuffer(b"".join(words), dtype=np.uint8)
-            counter._insert(data, spans, np.array(freqs, dtype=np.int64), np.arange(len(words), dtype=np.int64), True, 0)
+        counter, corpus_bytes = _counter_of_counts(counts)
     except MemoryError as exc:
+        traceback.clear_frames(exc.__traceback__)  # the lists built so far: the message needs memory too
         # The words as bytes, their spans, counts and the word table.
         raise out_of_memory(exc, f"reading {len(counts):,} counted words", 160 * len(counts)) from exc
-    corpus_bytes = sum(map(len, words))
     holder = [counter]
-    del counter, words
+    del counter
     return _train_from_counter(holder, checked, show_progress, started, corpus_bytes)
+
+
+def _counter_of_counts(counts: Mapping) -> tuple[WordCounter, int]:
+    """The word table of ``counts`` ({word: count}, checked here) and the bytes of its words. (Its
+    own function: the lists and arrays it builds are freed before training starts.)"""
+    words, freqs = [], []
+    occurrences = 0
+    for word, count in counts.items():
+        if isinstance(word, str):
+            word = word.encode("utf-8")
+        elif not isinstance(word, (bytes, bytearray)):
+            raise TypeError(f"counts keys must be str or bytes, not {type(word).__name__}")
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+            raise ValueError(f"count of {word!r} must be a non-negative integer, got {count!r}")
+        if count > _COUNT_MAX:
+            raise ValueError(f"count of {word!r} is {count}, past the int64 limit of counts ({_COUNT_MAX} = 2**63 - 1)")
+        if word:
+            words.append(bytes(word))
+            freqs.append(int(count))
+            occurrences += int(count) * len(word)
+    # A pair's count sums its words' counts times occurrences: it must fit the int64 counters.
+    if occurrences > _COUNT_MAX:
+        raise ValueError(f"the counts total {occurrences} symbol occurrences, past the int64 limit of pair counts "
+                         f"({_COUNT_MAX} = 2**63 - 1): scale them down")
+    counter = WordCounter(len(words), store_bytes=sum(map(len, words)))
+    if words:
+        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        ends = np.cumsum(lengths)
+        spans = np.stack([ends - lengths, ends], axis=1)
+        data = np.frombuffer(b"".join(words), dtype=np.uint8)
+        counter._insert(data, spans, np.array(freqs, dtype=np.int64), np.arange(len(words), dtype=np.int64), True, 0)
+    return counter, sum(map(len, words))
 
 
 def _train_from_word_counts(counts: WordCounts, vocab_size: int, show_progress, options: dict):
@@ -385,6 +393,7 @@ def _count_chunks(chunks: Iterable[TextChunk], pattern: str, total: int | None, 
     except MemoryError as exc:
         held = sum(c.nbytes for c in counters)
         words = sum(c.n_words for c in counters)
+        counters = chunk = pending = None  # type: ignore[assignment]  # freed before the message is built
         # The word tables double when they fill, beside two chunks of input in flight.
         raise out_of_memory(exc, f"counting the words of the corpus ({position:,} bytes read, {words:,} unique words so far)",
                             2 * held + 4 * DEFAULT_CHUNK_BYTES) from exc
