@@ -111,6 +111,7 @@ UNDER_LIMIT = textwrap.dedent("""
     if job in ("train", "from_counts"):
         words = [f"w{i:x}q{(i * 7919) % 100003:x}" for i in range(int(arg))]
         counts = dict.fromkeys(words, 3)
+    if job == "train":
         corpus = " ".join(words)
     if job == "encode_batch":
         texts = ["hello world, " * 1000] * int(arg)
