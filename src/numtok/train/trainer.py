@@ -199,14 +199,15 @@ def _counter_of_counts(counts: Mapping) -> tuple[WordCounter, int]:
     if occurrences > _COUNT_MAX:
         raise ValueError(f"the counts total {occurrences} symbol occurrences, past the int64 limit of pair counts "
                          f"({_COUNT_MAX} = 2**63 - 1): scale them down")
-    counter = WordCounter(len(words), store_bytes=sum(map(len, words)))
+    nbytes = sum(map(len, words))
+    counter = WordCounter(len(words), store_bytes=nbytes)
     if words:
         lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
         ends = np.cumsum(lengths)
         spans = np.stack([ends - lengths, ends], axis=1)
         data = np.frombuffer(b"".join(words), dtype=np.uint8)
         counter._insert(data, spans, np.array(freqs, dtype=np.int64), np.arange(len(words), dtype=np.int64), True, 0)
-    return counter, sum(map(len, words))
+    return counter, nbytes
 
 
 def _train_from_word_counts(counts: WordCounts, vocab_size: int, show_progress, options: dict):
