@@ -96,14 +96,12 @@ _DOCS_HELP = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
-
     parser = _Parser(
         prog=PROG,
         description="Byte-level BPE tokenizers on Numba: train, encode, decode, inspect.",
         epilog="Run 'numtok demo' for a first look; 'numtok COMMAND --help' for each command.",
     )
-    parser.add_argument("--version", action="version", version=f"numtok {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show numtok's version and where its kernels come from")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     quiet = _Parser(add_help=False)
     quiet.add_argument("-q", "--quiet", action="store_true", help="no progress bars and no summary")
@@ -857,7 +855,19 @@ def tokenizer_info(tok, top: int = 10) -> dict:
     }
 
 
+class _Version(argparse.Action):
+    # Not argparse's "version": which kernels are in use is known only once Numba is imported.
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__
+        from ._native.jit import describe_kernels
+
+        print(f"numtok {__version__}\nkernels: {describe_kernels()}")
+        parser.exit()
+
+
 def cmd_info(args) -> int:
+    from ._native.jit import describe_kernels
+
     tok = load_tokenizer(args.tokenizer)
     info = tokenizer_info(tok, args.top)
     longest = info.pop("_longest_raw")
@@ -880,6 +890,7 @@ def cmd_info(args) -> int:
         f"  regex:        {info['pattern_regex']}",
         f"special tokens: {shown or 'none'}",
         f"end-of-text:    {info['eot_token'] if info['eot_token'] is not None else 'none'}",
+        f"kernels:        {describe_kernels()}",
     ]
     if longest:
         lines.append("longest tokens: (bytes, id, token)")

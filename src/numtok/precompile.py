@@ -1,4 +1,5 @@
-"""Compile every numtok kernel ahead of time, in parallel processes, into the kernel cache.
+"""Compile every numtok kernel ahead of time, in parallel processes: into the kernel cache
+(``numtok warmup``), or for chosen CPU levels into a release wheel (:func:`build_levels`).
 
 A container image, a CI cache or a cluster worker image that runs this once never compiles
 again (``RUN numtok warmup`` in a Dockerfile, after ``pip install``). Each job below runs
@@ -13,7 +14,9 @@ True
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["warmup", "JOBS"]
+__all__ = ["warmup", "JOBS", "build_levels"]
 
 _SAMPLE = (
     "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in "
@@ -153,6 +156,45 @@ def _job_arrow() -> None:
     numtok.train_bpe(pa.array(docs), 300, show_progress=False)
 
 
+def _job_cli() -> None:
+    """The command line's own readers and writers: text, JSONL (gzip'd), Parquet, shards, decode."""
+    import contextlib
+    import gzip
+    import io
+
+    from .cli import main as cli_main
+
+    def main(argv: list[str]) -> None:
+        if cli_main(argv) != 0:
+            raise RuntimeError(f"numtok {' '.join(argv)} failed")
+
+    docs = _text().split("\n\n")
+    with tempfile.TemporaryDirectory(prefix="numtok-warmup-") as tmp, contextlib.redirect_stdout(io.StringIO()):
+        txt, jsonl = os.path.join(tmp, "a.txt"), os.path.join(tmp, "b.jsonl.gz")
+        with open(txt, "w", encoding="utf-8") as f:
+            f.write("\n".join(docs))
+        with gzip.open(jsonl, "wt", encoding="utf-8") as f:
+            f.writelines(json.dumps({"text": d}) + "\n" for d in docs)
+        inputs = [txt, jsonl]
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            inputs.append(os.path.join(tmp, "c.parquet"))
+            pq.write_table(pa.table({"text": docs}), inputs[-1])
+        except ImportError:  # the [arrow] extra is not installed
+            pass
+        tok = os.path.join(tmp, "tok.json")
+        main(["train", *inputs, "--vocab-size", "400", "-o", tok, "--quiet"])
+        main(["demo", "--quiet"])
+        for name in (tok, "cl100k_base"):
+            main(["encode", "-t", name, *inputs, "-o", os.path.join(tmp, "ids.npy"), "--quiet"])
+            main(["encode", "-t", name, *inputs, "-o", os.path.join(tmp, "shards"), "--shard-tokens", "1000", "--quiet"])
+            main(["encode", "-t", name, txt, "-o", os.path.join(tmp, "ids.bin"), "--txt-docs", "line", "--quiet"])
+            main(["decode", "-t", name, os.path.join(tmp, "ids.npy"), "-o", os.path.join(tmp, "back.txt")])
+            main(["info", name])
+
+
 @dataclass(frozen=True)
 class _Job:
     name: str
@@ -167,6 +209,7 @@ _ORDER = (
     _Job("encodings", _job_encodings, ("encode",)),
     _Job("train", _job_train, ("encode",)),
     _Job("arrow", _job_arrow, ("encode", "train")),
+    _Job("cli", _job_cli, ("encode", "train", "arrow")),
 )
 JOBS: dict[str, _Job] = {j.name: j for j in _ORDER}
 
@@ -188,7 +231,7 @@ def warmup(*, processes: int | None = None, jobs: tuple[str, ...] | None = None,
 
     Args:
         processes: worker processes (default: the usable cores, at most the number of jobs).
-        jobs: a subset of :data:`JOBS` ("encode", "encodings", "train", "wordpiece", "arrow");
+        jobs: a subset of :data:`JOBS` ("encode", "encodings", "train", "wordpiece", "arrow", "cli");
             default all. A job's prerequisites run too.
         quiet: no progress lines on stderr.
 
@@ -230,3 +273,87 @@ def warmup(*, processes: int | None = None, jobs: tuple[str, ...] | None = None,
                 say(f"{name} done in {seconds:.1f} s")
     say(f"all kernels compiled in {time.perf_counter() - started:.1f} s; cached in {location}")
     return location
+
+
+# ---------------------------------------------------------------------------------------------
+# Release wheels: the same jobs, compiled for named CPU levels instead of this CPU.
+
+_LEVEL_CHILD = """
+import json, sys
+import numtok
+from numtok._native import jit
+from numba.core.registry import cpu_target
+numtok.warmup(processes=int(sys.argv[1]), quiet=True)
+print(json.dumps({"magic": list(cpu_target.target_context.codegen().magic_tuple()), "digest": jit.source_digest()}))
+"""
+
+
+def build_levels(levels: list[str], out_dir: str, *, processes: int | None = None, quiet: bool = False) -> dict:
+    """Compile every kernel the jobs reach once per CPU level into ``out_dir``, laid out as a
+    release wheel's ``numtok/_precompiled``: ``<level>/<subpackage>/*.nbi|*.nbc`` and
+    ``manifest.json`` (returned). Levels compile in parallel processes, each with Numba's target
+    set to the level's CPU name and features (``NUMBA_CPU_NAME``, ``NUMBA_CPU_FEATURES``).
+
+    The jobs run the code they compile, so this machine must have every level's features.
+    """
+    from ._native import levels as cpu_levels
+    from ._native.precompiled import write_precompiled
+    from ._native.threads import cores_at_start
+
+    if not levels or len(set(levels)) != len(levels):
+        raise ValueError(f"levels must name each level once, not {levels!r}")
+    targets = {level: cpu_levels.level_target(level) for level in levels}
+    usable = cpu_levels.usable_features()
+    for level, (_, features) in targets.items():
+        missing = cpu_levels.required_features(features) - usable
+        if missing:
+            raise ValueError(f"cannot build {level} here: this CPU lacks {', '.join(sorted(missing))}, and the "
+                             "build runs the code it compiles; build that level on a machine that has them")
+    cores = processes or cores_at_start()
+    per_level = max(1, cores // len(levels))
+    say = (lambda msg: None) if quiet else (lambda msg: print(f"numtok precompile: {msg}", file=sys.stderr, flush=True))
+    say(f"compiling {', '.join(levels)} ({len(levels)} process group(s), {per_level} process(es) each)")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="numtok-precompile-") as tmp:
+        children = {}
+        for level, (cpu_name, features) in targets.items():
+            env = dict(os.environ, NUMBA_CPU_NAME=cpu_name, NUMBA_CPU_FEATURES=features, NUMTOK_QUIET="1",
+                       NUMTOK_JIT_CACHE=os.path.join(tmp, level), PYTHONDONTWRITEBYTECODE="1")
+            env.pop("NUMBA_CACHE_DIR", None)
+            children[level] = subprocess.Popen([sys.executable, "-c", _LEVEL_CHILD, str(per_level)], env=env,
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp)
+        results = {}
+        for level, child in children.items():
+            out, err = child.communicate()
+            if child.returncode != 0:
+                for other in children.values():
+                    other.kill()
+                raise RuntimeError(f"compiling {level} failed (exit {child.returncode}):\n{err.strip()}")
+            results[level] = json.loads(out.strip().splitlines()[-1])
+            say(f"{level} compiled ({time.perf_counter() - started:.1f} s)")
+        digests = {r["digest"] for r in results.values()}
+        if len(digests) != 1:
+            raise RuntimeError(f"the levels were compiled from different sources: {sorted(digests)}")
+        digest = digests.pop()
+        compiled = {level: (os.path.join(tmp, level, digest[:16]), r["magic"]) for level, r in results.items()}
+        manifest = write_precompiled(out_dir, compiled, digest)
+    say(f"done in {time.perf_counter() - started:.1f} s")
+    return manifest
+
+
+def _main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m numtok.precompile",
+                                     description="Compile numtok's kernels for CPU levels, laid out as a release wheel's numtok/_precompiled.")
+    parser.add_argument("--levels", required=True, help="comma list: x86-64-v2, x86-64-v3, x86-64-v4, host")
+    parser.add_argument("--out", required=True, help="directory to write (created)")
+    parser.add_argument("--processes", type=int, default=None)
+    args = parser.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    build_levels([lv.strip() for lv in args.levels.split(",") if lv.strip()], args.out, processes=args.processes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

@@ -44,7 +44,10 @@ from numba.core import caching, entrypoints
 from numba.core import event as _event
 from numba.core.runtime import rtsys
 
-__all__ = ["cached_njit", "cache_locations", "describe_location", "kernel_sources", "source_digest", "set_quiet"]
+from . import precompiled
+
+__all__ = ["cached_njit", "cache_locations", "describe_location", "kernel_sources", "source_digest", "set_quiet", "is_quiet",
+           "precompiled_selection", "describe_kernels"]
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -188,17 +191,37 @@ def _cell_key(value):
     return (py_func.__module__, py_func.__qualname__) if py_func is not None else value
 
 
+def precompiled_selection() -> precompiled.Selection:
+    """Which precompiled level this process's kernels come from (a release wheel), or why none."""
+    return precompiled.selection(PACKAGE_DIR, source_digest())
+
+
+def describe_kernels() -> str:
+    """Where this process's kernels come from, for ``numtok --version`` and ``numtok info``."""
+    import numba
+
+    chosen = precompiled_selection()
+    if chosen.level is not None:
+        return f"precompiled for {chosen.level} (Numba {numba.__version__}); any other compiled in {describe_location()}"
+    return f"compiled on this machine by Numba {numba.__version__}, kept in {describe_location()} ({chosen.reason})"
+
+
 class KernelCache(caching.Cache):
-    """Numba's per-function cache with the locations, stamp and damage rules above."""
+    """Numba's per-function cache with the locations, stamp and damage rules above, and the
+    entries a release wheel carries for this CPU's level (:mod:`.precompiled`)."""
 
     _impl_class = _Impl
 
     def __init__(self, py_func):
         super().__init__(py_func)
-        in_tree = os.path.join(PACKAGE_DIR, self._impl.locator.subpackage, "__pycache__")
+        subpackage = self._impl.locator.subpackage
+        in_tree = os.path.join(PACKAGE_DIR, subpackage, "__pycache__")
         self._read_also = []
         if os.path.abspath(in_tree) != os.path.abspath(self._cache_path):
             self._read_also.append(caching.IndexDataCacheFile(in_tree, self._impl.filename_base, source_digest()))
+        chosen = precompiled_selection()
+        self._precompiled = (precompiled.PrecompiledEntries(chosen, subpackage, self._impl.filename_base, source_digest())
+                             if chosen.level is not None else None)
 
     def load_overload(self, sig, target_context):
         # Numba refreshes the whole target context before a load: ~700 modules (its lowering
@@ -209,14 +232,14 @@ class KernelCache(caching.Cache):
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
 
-    def _index_key(self, sig, codegen):
+    def _index_key(self, sig, codegen, magic=None):
         # Numba keys a closure by its cells pickled, and a kernel pickles with a uuid new in
         # every process: a kernel a factory makes (``encode._kernels._scanning_kernels``) that
         # calls another would never be found again. A kernel cell is keyed by its name; the
         # source digest already covers its code.
         cells = tuple(_cell_key(c.cell_contents) for c in self._py_func.__closure__ or ())
         code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
-        return (sig, codegen.magic_tuple(), (code, hashlib.sha256(repr(cells).encode()).hexdigest()))
+        return (sig, magic or codegen.magic_tuple(), (code, hashlib.sha256(repr(cells).encode()).hexdigest()))
 
     def _load_overload(self, sig, target_context):
         if not self._enabled:
@@ -229,6 +252,15 @@ class KernelCache(caching.Cache):
                     return self._impl.rebuild(target_context, data)
             except Exception:  # noqa: BLE001 - a damaged or foreign entry is a miss
                 continue
+        if self._precompiled is not None:
+            # Code for the level's CPU name and features, which this CPU has (precompiled.selection);
+            # it is keyed by the codegen that built it, not by this host's.
+            try:
+                data = self._precompiled.load(self._index_key(sig, target_context.codegen(), self._precompiled.magic))
+                if data is not None:
+                    return self._impl.rebuild(target_context, data)
+            except Exception:  # noqa: BLE001 - as above: the JIT compiles it
+                return None
         return None
 
     def save_overload(self, sig, data):
@@ -322,6 +354,11 @@ def set_quiet(quiet: bool = True) -> None:
     _quiet = bool(quiet)
 
 
+def is_quiet() -> bool:
+    """Whether numtok's notices on stderr are silenced (:func:`set_quiet`, ``NUMTOK_QUIET=1``)."""
+    return _quiet or bool(os.environ.get("NUMTOK_QUIET"))
+
+
 def _interactive() -> bool:
     try:
         if sys.stderr is not None and sys.stderr.isatty():
@@ -338,7 +375,7 @@ class _CompileNotice(_event.Listener):
     def on_start(self, event):
         depth = getattr(self._local, "depth", 0)
         self._local.depth = depth + 1
-        if depth == 0 and not _noticed and not _quiet and not os.environ.get("NUMTOK_QUIET") and _is_numtok(event):
+        if depth == 0 and not _noticed and not is_quiet() and _is_numtok(event):
             self._local.timer = timer = threading.Timer(NOTICE_AFTER_SECONDS, _notice, (time.perf_counter(),))
             timer.daemon = True
             timer.start()
@@ -360,7 +397,7 @@ def _is_numtok(event) -> bool:
 
 def _notice(started: float) -> None:
     global _noticed
-    if _noticed or _quiet or os.environ.get("NUMTOK_QUIET") or not _interactive():
+    if _noticed or is_quiet() or not _interactive():
         return
     _noticed = True
     print(f"numtok: compiling kernels for this machine, once (up to a minute or two the first time; "
