@@ -34,7 +34,7 @@ from numba import njit, types
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .._native.intrinsics import prefetch, release_pages
-from .._native.jit import cached_njit
+from .._native.jit import INLINE, cached_njit
 from ._heap import sift_down, sift_up
 
 # Columns of a word row (start in sym, live length, frequency): one row per word, so visiting a
@@ -76,7 +76,7 @@ def _find_pair(slots, pairs, key):
         s = (s + 1) & mask
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _fill_slots(slots, pairs, n_pairs):
     """Index rows 0..n_pairs-1 of ``pairs`` by key in the empty hash ``slots``."""
     mask = len(slots) - 1
@@ -472,7 +472,7 @@ def _apply_delta(slots, pairs, pool, touched, st, near, near_step, side, step, x
             st[N_TOUCHED] += 1
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _pool_need(st, m, reused):
     """Pool entries a word of m symbols may need in one merge step: its postings appended, and
     lists that move with twice their length (a re-used id's old lists too)."""
