@@ -107,7 +107,7 @@ def _to_utf8(items_address, first, last, layout, out, lens):
     length of each into ``lens``; return where it ends, or -1 at a surrogate."""
     items = address_view(items_address, last, np.int64)
     no_ends = np.empty(0, np.int64)
-    o = 0
+    o = np.int64(0)  # not the literal: units_to_utf8_at, called while o is typed as one, would compile for it too
     for i in range(first, last):
         obj = items[i]
         m, kind, is_ascii = _str_info(obj, layout)

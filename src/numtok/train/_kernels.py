@@ -246,7 +246,7 @@ def _drop_dead_pairs(slots, pairs, n_pairs, step, touched, n_touched, near_step,
     if dead < min_dead:
         return n_pairs
     new_row = np.empty(n_pairs, dtype=np.int32)
-    kept = 0
+    kept = np.int64(0)  # not the literal: a kernel called while it is typed as one would compile for it too
     for q in range(n_pairs):
         if pairs[q, COUNT] == 0 and pairs[q, STAMP] != step:
             new_row[q] = -1
@@ -301,7 +301,7 @@ def _heap_from_pairs(heap, pairs, n_pairs, first_seen):
     A lazy heap holds one entry per pair ever pushed, dead ones too; this one holds only the
     pairs alive. Pops still pick the same pair: every entry is exact or optimistic either way.
     """
-    size = 0
+    size = np.int64(0)  # not the literal: a kernel called while it is typed as one would compile for it too
     for p in range(n_pairs):
         if pairs[p, COUNT] > 0 and pairs[p, PLEN] > 0:
             heap[size, 0] = pairs[p, COUNT]
@@ -320,7 +320,7 @@ def _heap_pop(heap, size):
     size -= 1
     for c in range(heap.shape[1]):
         heap[0, c] = heap[size, c]
-    sift_down(heap, 0, size)
+    sift_down(heap, np.int64(0), size)  # not the literal 0: one signature with _heap_from_pairs' calls
     return size
 
 
@@ -620,13 +620,13 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
     seq_buf = np.empty(64, dtype=np.int32)
     # Stale postings can be dropped unless first-seen could still find an occurrence in a word
     # of count 0 (only train_bpe_from_counts makes those).
-    drop_stale = True
+    drop_stale = np.bool_(True)  # not the literal: a kernel called while it is typed as one would compile for it too
     if first_seen:
         for w in range(len(words)):
             if words[w, W_FREQ] == 0:
                 drop_stale = False
     dropped = 0  # pairs removed from the table
-    step = 0
+    step = np.int64(0)  # not the literal: a kernel called while it is typed as one would compile for it too
     while n_ids < n_ids_target and size > 0:
         count = heap[0, 0]
         aux = heap[0, 1]
