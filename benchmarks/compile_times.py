@@ -13,7 +13,8 @@ function, how many signatures were compiled and the seconds spent in it *exclusi
 kernel's time without the functions it compiled on the way), split into type inference, the
 other Numba passes (inlining, rewrites, lowering to LLVM IR) and LLVM (optimisation and machine
 code, measured as the time holding Numba's LLVM lock). Figures are medians over ``--repeat``
-fresh processes; the machine is shared, so read them next to its load average (printed).
+fresh processes; the machine is shared, so read them next to its load average (printed), and
+compare the cold run's CPU seconds (user + sys), which another process's load moves less.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -113,13 +115,14 @@ def run(code: str, cache_dir: str) -> dict:
     site = os.path.join(cache_dir, "site")
     env = dict(os.environ, NUMTOK_JIT_CACHE=os.path.join(cache_dir, "jit"), NUMBA_CACHE_DIR=os.path.join(cache_dir, "jit"),
                NUMTOK_CACHE_DIR=os.path.join(cache_dir, "tables"), PYTHONPATH=os.pathsep.join([site, os.environ.get("PYTHONPATH", "")]))
-    t0 = time.perf_counter()
+    t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([sys.executable, "-c", _CHILD, code], env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
+    wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode:
         sys.exit(f"scenario failed:\n{out.stderr[-3000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["wall"] = wall
+    result["cpu"] = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     return result
 
 
@@ -131,7 +134,7 @@ def main() -> None:
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores, python {sys.version.split()[0]}")
     for name in args.scenarios.split(","):
-        colds, warms, runs = [], [], []
+        colds, warms, runs, cpus = [], [], [], []
         for _ in range(args.repeat):
             cache = tempfile.mkdtemp(prefix="numtok-cold-cache-")
             fresh_install(cache)
@@ -141,10 +144,11 @@ def main() -> None:
             finally:
                 shutil.rmtree(cache, ignore_errors=True)
             colds.append(runs[-1]["wall"])
+            cpus.append(runs[-1]["cpu"])
         first = runs[0]
         per_fn = sorted(first["stats"].items(), key=lambda kv: -sum(kv[1].values()))
         cats = {c: sum(s[c] for s in first["stats"].values()) for c in ("typing", "passes", "llvm")}
-        print(f"\n== {name}: cold {statistics.median(colds):.2f} s, warm {statistics.median(warms):.2f} s "
+        print(f"\n== {name}: cold {statistics.median(colds):.2f} s ({statistics.median(cpus):.2f} CPU s), warm {statistics.median(warms):.2f} s "
               f"(whole process, median of {args.repeat}); compiled {sum(first['sigs'].values())} signatures of "
               f"{len(first['sigs'])} functions; typing {cats['typing']:.1f} s, passes {cats['passes']:.1f} s, "
               f"LLVM {cats['llvm']:.1f} s")

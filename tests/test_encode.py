@@ -277,6 +277,8 @@ def test_piece_cache_hits_equal_fresh_merges(name):
 def test_pair_filter_passes_every_pair(name):
     # A Bloom filter: every pair of the pair table must pass (no false negatives), and it must
     # stop most pairs that are not in it.
+    from numba import njit
+
     from numtok.encode import _kernels as _k
 
     enc = numtok.load(name)
@@ -296,10 +298,12 @@ def test_pair_filter_passes_every_pair(name):
     rng = np.random.default_rng(0)
     a, b = rng.integers(0, enc.n_vocab - 300, size=(2, 100_000))
     assert passes(a, b).mean() < 0.15
-    # and the kernel's own check agrees with the NumPy one
+    # and the kernel's own check agrees with the NumPy one (helpers are called from kernels only)
+    pair_pri_f = njit(lambda ptab, pbits, pfilter, fbits, x, y, m: _k._pair_pri_f(ptab, pbits, pfilter, fbits, x, y, m))
+    pair_pri = njit(lambda ptab, pbits, x, y, m: _k._pair_pri(ptab, pbits, x, y, m))
     for x, y in list(zip(left[:50], right[:50])) + list(zip(a[:50], b[:50])):
-        assert (_k._pair_pri_f(enc._pair_tab, int(len(enc._pair_tab)).bit_length() - 1, pfilter, fbits, x, y, _k.INF_PRIORITY) < _k.INF_PRIORITY) == (
-            _k._pair_pri(enc._pair_tab, int(len(enc._pair_tab)).bit_length() - 1, x, y, _k.INF_PRIORITY) < _k.INF_PRIORITY
+        assert (pair_pri_f(enc._pair_tab, int(len(enc._pair_tab)).bit_length() - 1, pfilter, fbits, x, y, _k.INF_PRIORITY) < _k.INF_PRIORITY) == (
+            pair_pri(enc._pair_tab, int(len(enc._pair_tab)).bit_length() - 1, x, y, _k.INF_PRIORITY) < _k.INF_PRIORITY
         )
 
 
@@ -1224,18 +1228,21 @@ def test_long_piece_region_is_two_way_then_spills_to_the_arena():
     """Three long pieces of one long-region set: the first takes way 0, the second way 1, and
     the third, with both ways taken, goes to the arena; a lookup reads both ways and the arena
     (an id planted in any of the three comes back out)."""
+    from numba import njit
+
     from numtok.encode import _kernels as kernels
 
     enc = numtok.load("cl100k_base")
     ref = reference("cl100k_base")
     bits = 14
     long_bits = bits - kernels.LONG_SHIFT - 1
+    hash_bytes = njit(lambda a, s, n: kernels._hash_bytes(a, s, n))  # helpers are called from kernels only
     rng = random.Random(7)
     by_set: dict[int, list[str]] = {}
     while True:  # CJK letter runs of 6-12 letters (18-36 bytes): one piece each, several ids
         piece = "".join(rng.choice("的是不了人我在有他这中大来上国个到说们为子和你地出道也時年") for _ in range(rng.randrange(6, 13)))
         raw = piece.encode()
-        _, h = kernels._hash_bytes(buffers.padded(np.frombuffer(raw, np.uint8)), 0, len(raw))
+        _, h = hash_bytes(buffers.padded(np.frombuffer(raw, np.uint8)), 0, len(raw))
         group = by_set.setdefault(int(h) >> (64 - long_bits), [])
         if piece not in group:
             group.append(piece)
@@ -1272,16 +1279,19 @@ def test_piece_cache_answers_tokens_and_marks_pieces_of_more_than_four_ids():
     more than 4 ids leaves a mark there and its ids in the long region; a 16-64-byte token is
     kept in the long region. A hit reads each back from where it is kept, and a mark whose
     long entry is gone is merged again."""
+    from numba import njit
+
     from numtok.encode import _kernels as kernels
 
     enc = numtok.load("cl100k_base")
     ref = reference("cl100k_base")
     bits = 14
     long_bits = bits - kernels.LONG_SHIFT - 1
+    hash_bytes = njit(lambda a, s, n: kernels._hash_bytes(a, s, n))  # helpers are called from kernels only
 
     def h(piece: str) -> int:
         raw = piece.encode()
-        return int(kernels._hash_bytes(buffers.padded(np.frombuffer(raw, np.uint8)), 0, len(raw))[1])
+        return int(hash_bytes(buffers.padded(np.frombuffer(raw, np.uint8)), 0, len(raw))[1])
 
     def one_token(piece: str) -> bool:
         return len(ref.encode_ordinary(piece)) == 1 and len(numtok.pretokenize(piece, "cl100k")) == 1

@@ -46,8 +46,8 @@ from numba.core.runtime import rtsys
 
 from . import precompiled
 
-__all__ = ["cached_njit", "cache_locations", "describe_location", "kernel_sources", "source_digest", "set_quiet", "is_quiet",
-           "precompiled_selection", "describe_kernels"]
+__all__ = ["INLINE", "cached_njit", "cache_locations", "describe_location", "kernel_sources", "source_digest", "set_quiet",
+           "is_quiet", "precompiled_selection", "describe_kernels"]
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -311,6 +311,19 @@ def _without_extensions(compile_):
 
 
 _defer_numba_extensions()
+
+
+# Options of a helper that only kernels call (``@njit(**INLINE)``). LLVM inlines it into each
+# caller (``forceinline``), so it runs as if written there; Numba types and lowers it once per
+# signature, where ``inline="always"`` inlines its IR and types it again at every call site
+# (nested inline helpers were most of the encoder's compile time). No reference counting:
+# a helper only reads and writes its callers' arrays (none allocates or returns one), and
+# with it every call increfs and decrefs each array argument. No Python or C entry point: its
+# wrappers would compile for nothing, and a call from Python crashes (tests call one through
+# an ``njit`` lambda).
+# Literal arguments (``0``, a module's int constant) compile a specialisation per value:
+# pass ``np.int64(0)`` or a variable.
+INLINE = {"forceinline": True, "_nrt": False, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
 def cached_njit(*args, **options):

@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from .intrinsics import address_view
-from .jit import cached_njit
+from .jit import INLINE, cached_njit
 from .utf8 import padded_prefix, units_to_utf8_at, utf8_bound_of_kind, worst_case_buffer
 
 # Fields of the layout array.
@@ -49,12 +49,12 @@ _UTF8 = 10  # offset of the pointer to the UTF-8 copy a non-ASCII compact str ma
 _UTF8_LENGTH = 11  # ... and of that copy's length in bytes
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _word(address):
     return address_view(address, 1, np.int64)[0]
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _str_info(obj, layout):
     """(characters, kind, is_ascii) of the exact, compact str at ``obj``; characters = -1
     for any other object."""
@@ -66,7 +66,7 @@ def _str_info(obj, layout):
     return _word(obj + layout[_LENGTH]), (state >> layout[_KIND_SHIFT]) & 7, (state >> layout[_ASCII_BIT]) & 1 == 1
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _units_address(obj, layout, is_ascii):
     """Where the code units of the exact compact str at ``obj`` start."""
     return obj + (layout[_ASCII_DATA] if is_ascii else layout[_COMPACT_DATA])
@@ -107,7 +107,7 @@ def _to_utf8(items_address, first, last, layout, out, lens):
     length of each into ``lens``; return where it ends, or -1 at a surrogate."""
     items = address_view(items_address, last, np.int64)
     no_ends = np.empty(0, np.int64)
-    o = 0
+    o = np.int64(0)  # not the literal: units_to_utf8_at, called while o is typed as one, would compile for it too
     for i in range(first, last):
         obj = items[i]
         m, kind, is_ascii = _str_info(obj, layout)

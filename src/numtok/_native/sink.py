@@ -26,6 +26,7 @@ from numba.extending import (
 )
 
 from .intrinsics import store_u64
+from .jit import INLINE
 
 
 class CountSink:
@@ -106,7 +107,7 @@ def store_id_pair(out, k, pair):
     ``out[k]`` and ``out[k + 1]`` with one store; nothing for a sink. No bounds check."""
 
 
-@overload(store_id_pair, inline="always")
+@overload(store_id_pair, jit_options=INLINE)
 def _store_id_pair(out, k, pair):
     if isinstance(out, CountSinkType):
 

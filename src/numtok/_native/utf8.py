@@ -8,7 +8,7 @@ from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
 from .hugepages import empty_written_once
 from .intrinsics import HAS_BYTE_COMPRESS, HIGH_BITS, address_view, load_u64, narrow_ascii32, store_u32, str_data_address, utf8_of16, utf8_widths32
-from .jit import cached_njit
+from .jit import INLINE, cached_njit
 
 
 def utf8_bytes(text: str) -> bytes:
@@ -89,7 +89,7 @@ def utf8_error_offset(data: np.ndarray) -> int:
 # character), of one long str here and of each text of a batch in ``pystr``, so threads
 # convert in parallel instead of waiting for the one that holds the GIL to run ``str.encode``.
 
-@njit(inline="always")
+@njit(**INLINE)
 def _put_utf8(c, out, o):
     """Write the UTF-8 of code point ``c`` at ``out[o]``; return where it ends, or -1 for a
     surrogate."""
@@ -115,24 +115,22 @@ def _put_utf8(c, out, o):
 
 
 # A character's UTF-8 as one little-endian word (its first byte lowest), one function a length.
-# Scalars only: an array passed to an inlined function is still reference-counted, two calls
-# into Numba's runtime a block.
-@njit(inline="always")
+@njit(**INLINE)
 def _utf8_word2(c):
     return (0xC0 | (c >> 6)) | ((0x80 | (c & 0x3F)) << 8)
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _utf8_word3(c):
     return (0xE0 | (c >> 12)) | ((0x80 | ((c >> 6) & 0x3F)) << 8) | ((0x80 | (c & 0x3F)) << 16)
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _utf8_word4(c):
     return (0xF0 | (c >> 18)) | ((0x80 | ((c >> 12) & 0x3F)) << 8) | ((0x80 | ((c >> 6) & 0x3F)) << 16) | ((0x80 | (c & 0x3F)) << 24)
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _ascii_or(c, word):
     """``c`` where it is ASCII, else ``word``: a mask, not a select, which LLVM would turn
     back into a branch that mispredicts at every space of Russian or Korean text."""
@@ -223,7 +221,7 @@ def _units_to_utf8(units, out, start, char_ends, byte_ends):
     return o
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def units_to_utf8_at(address, n, kind, out, start, char_ends, byte_ends):
     """:func:`_units_to_utf8` of the ``n`` code units of ``kind`` bytes (1, 2 or 4) at memory
     ``address`` (a str's buffer)."""
@@ -240,7 +238,7 @@ def _str_to_utf8(s, out, char_ends, byte_ends):
     return units_to_utf8_at(str_data_address(s), len(s), s._kind, out, start, char_ends, byte_ends)
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def utf8_bound_of_kind(n, kind, is_ascii):
     """Most UTF-8 bytes ``n`` characters of a str of this kind (1, 2 or 4 bytes a character)
     can need: the kind bounds its code points."""

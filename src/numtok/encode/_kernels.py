@@ -55,11 +55,12 @@ from numba import njit
 
 from .._native import hugepages as _hugepages
 from .._native.intrinsics import HIGH_BITS, load_u64, prefetch, read_only
-from .._native.jit import cached_njit
+from .._native.jit import INLINE, cached_njit
 from .._native.sink import store_id_pair  # the import also registers CountSink (encode_spans counts into one)
 from ..pretokenizers._scanners import SCANNER_KINDS, is_cut, scan_into
 
 INF_PRIORITY = 0x7FFFFFFF
+_INF = np.int64(INF_PRIORITY)  # as a max_pri argument: an int64, not a literal (one signature with a variable)
 _C1 = np.uint64(0x9E3779B97F4A7C15)
 _C2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -70,7 +71,6 @@ _U1 = np.uint64(1)
 _U2 = np.uint64(2)
 _u = np.uint64  # an unsigned index: Numba adds no wraparound for negative ones
 _NO_EXT = np.zeros(0, np.uint64)  # _find_key without a key_table_ext
-_NO_FILTER = np.full(2, 0xFFFFFFFFFFFFFFFF, np.uint64)  # a pair filter that lets every pair through
 
 # Pair table entries are one uint64: left id (21 bits) | right id (21 bits) | priority (22 bits).
 ID_BITS = 21
@@ -159,13 +159,13 @@ _WORK_MIN = 256
 # (see ``buffers.padded``), so up to 8 bytes at any offset load as one unaligned word.
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _load_word(a, s, n):
     """Bytes s .. s+n-1 of a (1 <= n <= 8), little-endian in a uint64."""
     return load_u64(a, s) & (_ALL_ONES >> np.uint64(64 - 8 * n))
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _hash_head(a, s, n):
     """(first min(n, 8) bytes packed, the hash of the n bytes at a[s:] so far): all of it for
     n <= 8, which the encoder's loop computes without ``_hash_bytes``' loop (n >= 1)."""
@@ -173,7 +173,7 @@ def _hash_head(a, s, n):
     return k0, (k0 ^ (np.uint64(n) * _C2)) * _C1
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _hash_bytes(a, s, n):
     """Return (first 8 bytes packed, 64-bit hash) of the n bytes at a[s:]."""
     k0, h = _hash_head(a, s, n)
@@ -184,7 +184,7 @@ def _hash_bytes(a, s, n):
     return k0, h
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _short_key(a, s, n):
     """(bytes 0-7 packed, bytes 8-14 packed or 0, ``_hash_bytes``' hash) of the n bytes at
     a[s:] for 1 <= n <= 15, without a branch on n."""
@@ -195,7 +195,7 @@ def _short_key(a, s, n):
     return k0, w1, h2 if n > 8 else h
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _long_differs(cache, way, data, s, L):
     """0 if the long-region entry at ``way`` holds the L bytes at data[s:] (16 <= L <= 32),
     else not: its length and its four byte words (zero past its length) against the piece's,
@@ -209,7 +209,7 @@ def _long_differs(cache, way, data, s, L):
     return diff
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _table_bits(tab):
     """log2 of the number of slots of a two-words-per-slot table."""
     slots = tab.shape[0] // 2
@@ -219,7 +219,7 @@ def _table_bits(tab):
     return bits
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _find_key(tab, ext, bits, tok_bytes, tok_off, a, s, n, k0, h):
     """Token id whose key equals the n bytes at a[s:], or -1.
 
@@ -252,12 +252,12 @@ def _find_key(tab, ext, bits, tok_bytes, tok_off, a, s, n, k0, h):
         slot = (slot + _U1) & mask
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _pair_slot(left, right, pbits):
     return np.int64(((np.uint64(left) << np.uint64(ID_BITS)) | np.uint64(right)) * _C1 >> np.uint64(64 - pbits))
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _pair_pri(ptab, pbits, left, right, max_pri):
     """Priority of merging ids left and right, INF_PRIORITY if they do not merge (or only at
     a priority >= max_pri)."""
@@ -274,7 +274,7 @@ def _pair_pri(ptab, pbits, left, right, max_pri):
         slot = (slot + _U1) & mask
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _filter_spot(left, right, fbits):
     """(word, two-bit mask) of the pair (left, right) in a pair filter of 2**fbits words."""
     h = ((np.uint64(left) << np.uint64(ID_BITS)) | np.uint64(right)) * _C2
@@ -282,7 +282,7 @@ def _filter_spot(left, right, fbits):
     return h >> np.uint64(64 - fbits), bit_mask
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _pair_pri_f(ptab, pbits, pfilter, fbits, left, right, max_pri):
     """_pair_pri behind the pair filter: most pairs of a piece's later rounds are no pair (two
     CJK letters, two words' parts), and the filter (256-512 KiB) answers them without a probe
@@ -312,7 +312,7 @@ def build_pair_filter(ptab):
     return pfilter
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _result(res_of, p):
     """The id a merge of priority p produces: p itself in rank mode (empty res_of)."""
     if res_of.shape[0] == 0:
@@ -388,7 +388,7 @@ def build_pair_table(lefts, rights, priorities):
     return tab
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _log2_len(table):
     """log2 of a power-of-two table's length (the pair table's, the pair filter's)."""
     bits = 0
@@ -411,7 +411,7 @@ def byte_pair_table(byte_id, ptab):
             continue
         for b in range(256):
             if byte_id[b] >= 0:
-                out[a * 256 + b] = _pair_pri(ptab, pbits, byte_id[a], byte_id[b], INF_PRIORITY)
+                out[a * 256 + b] = _pair_pri(ptab, pbits, byte_id[a], byte_id[b], _INF)
     return out
 
 
@@ -494,7 +494,7 @@ def rank_pair_table(tok_bytes, tok_off, tok_tab, ids):
 # merging one piece
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of):
     """tiktoken's O(n*m) loop: merge the lowest-priority, leftmost pair until none is left."""
     for i in range(n - 1):
@@ -502,7 +502,7 @@ def _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of):
     return _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of)
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of):
     """The merge loop of _merge_small, once pp holds the priorities of the first round.
 
@@ -529,7 +529,7 @@ def _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, max_pri, res_of):
     return n
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _heap_push(heap, hn, v):
     i = hn
     while i > 0:
@@ -542,7 +542,7 @@ def _heap_push(heap, hn, v):
     return hn + 1
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _heap_pop(heap, hn):
     """Remove heap[0]; return the new size."""
     hn -= 1
@@ -562,10 +562,11 @@ def _heap_pop(heap, hn):
     return hn
 
 
-@njit
+# A call (long pieces are rare), without reference counting whichever kernel compiles it first.
+@njit(_nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, max_pri, res_of):
     """O(n log n) merging for long pieces: linked list of symbols + lazy min-heap."""
-    hn = 0
+    hn = np.int64(0)
     for i in range(n):
         nxt[i] = i + 1
         prv[i] = i - 1
@@ -609,7 +610,7 @@ def _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, max_pri
     return m
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _initial_symbols(data, s, L, units, byte_id, tok_bytes, tok_off, tok_tab, tbits, unk_id, eow_id, sym):
     """Write the initial symbols of the piece at s into sym; return their count, or
     -1 - position of a byte that has no token."""
@@ -649,12 +650,12 @@ def _initial_symbols(data, s, L, units, byte_id, tok_bytes, tok_off, tok_tab, tb
     return n
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, pfilter, fbits, res_of):
     """_merge_small for a piece whose symbols are its bytes: the first round reads ``bp``."""
     for i in range(n - 1):
         pp[i] = bp[(np.int64(data[s + i]) << 8) | data[s + i + 1]]
-    return _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, INF_PRIORITY, res_of)
+    return _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, _INF, res_of)
 
 
 def piece_cache_size(bits: int) -> int:
@@ -665,7 +666,7 @@ def piece_cache_size(bits: int) -> int:
     return (8 << bits) + (16 << (bits - LONG_SHIFT)) + (1 << (bits + ARENA_INDEX_SHIFT)) + ARENA_HEAD_WORDS + (1 << (bits + ARENA_DATA_SHIFT))
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _cache_layout(cache):
     """(log2 of the number of two-way sets, start of the long-piece region, log2 of its
     number of two-way sets, start of the arena's index, of its head, of its data) of a piece
@@ -687,7 +688,7 @@ def new_piece_cache(bits: int) -> np.ndarray:
     return _hugepages.zeros(piece_cache_size(bits), np.uint64)
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _words(n):
     return (n + 7) >> 3
 
@@ -761,7 +762,7 @@ def _arena_store(cache, index, bits, head, dbase, data, s, L, h, sym, n, lslot):
     """Append the piece of L bytes at data[s:] (hash h) and its n ids sym[:n] to the arena;
     if lslot >= 0 (a piece of up to 64 bytes), mark its long-region entry as in the arena."""
     if lslot >= 0:
-        _long_put(cache, lslot, data, s, L, ARENA_MARK, sym, 0)
+        _long_put(cache, lslot, data, s, L, np.int64(ARENA_MARK), sym, np.int64(0))
         if _arena_find(cache, index, bits, dbase, data, s, L, h) >= 0:
             return  # its mark was evicted from the long region, not its entry from the arena
     w = _words(L)
@@ -778,7 +779,7 @@ def _arena_store(cache, index, bits, head, dbase, data, s, L, h, sym, n, lslot):
     _arena_index_add(cache, index, bits, h, at)
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _short_put(cache, cslot, k0, k1, packed0, packed1):
     """Store a short piece's entry in its set at cslot (nothing if cslot < 0). Way 0 keeps the
     set's first entry, way 1 takes every later one: in a set that three or more pieces share,
@@ -868,7 +869,7 @@ def grow_piece_cache(old, new):
 # the encoder
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _prefetch_piece(
     data, bounds, a, wide_tokens, whole_tab, wbits, whole_ext, cache, cshift, cmask, cache_bits,
     long_base, long_bits, long_max, index, lead_min, lead_mask, hash_max, hashes,
@@ -914,7 +915,7 @@ def _prefetch_piece(
                 prefetch(cache, index + np.int64(h2 >> np.uint64(64 - cache_bits - ARENA_INDEX_SHIFT)))
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _mostly_tokens(data, spans, j, whole_tab, max_whole_len):
     """Whether at least 40 % of the first ``_SAMPLE_PIECES`` non-ASCII pieces of up to 8 bytes
     in the ``_SAMPLE_SPANS`` from span ``j`` are tokens in their home slot of the token table:
@@ -938,7 +939,7 @@ def _mostly_tokens(data, spans, j, whole_tab, max_whole_len):
     return 5 * hits >= 2 * n and n > 0  # at least 40 %
 
 
-@njit(inline="always")
+@njit(forceinline=True, _nrt=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # INLINE, but it allocates
 def _work_arrays(size):
     """The encode loop's work arrays for pieces of fewer than ``size`` symbols: sym, pp, nxt,
     prv and the heap."""
@@ -973,7 +974,7 @@ def encode_spans(
     # The loop runs without reference counting (see _encode_loop), so it allocates nothing:
     # it stops at a piece too long for its work arrays, which are made bigger here, so no pass
     # over the spans looks for the longest piece first (such a pass is 3 % of English's time).
-    size = _WORK_MIN
+    size = np.int64(_WORK_MIN)  # not the literal: helpers typed while it is one would compile for it
     while True:
         sym, pp, nxt, prv, heap = _work_arrays(size)
         status, k, j, d, pos = _encode_loop(
@@ -1023,7 +1024,7 @@ def _encode_loop(
     many = cache_bits > 0 and cache[head + 2] != _U64_0
     lead_min = 10 if many else 12
     lead_mask = 0xFF if many else 0
-    n_marked = 0
+    n_marked = np.int64(0)
     j_first = j
     for a in range(j, min(j + _PREFETCH_DISTANCE, n_spans)):  # pieces the loop will not prefetch
         _prefetch_piece(
@@ -1208,7 +1209,7 @@ def _encode_loop(
                         j += 1
                         if lslot >= 0:  # next time found in the long region, before the chain
                             sym[0] = v
-                            _long_put(cache, lslot, data, s, L, 1, sym, 1)
+                            _long_put(cache, lslot, data, s, L, np.int64(1), sym, np.int64(1))
                         continue
                 if L > long_max and L <= arena_max:
                     k2 = _arena_lookup(cache, index, cache_bits, dbase, data, s, L, h, out, k)
@@ -1220,11 +1221,11 @@ def _encode_loop(
             if n < 0:
                 return ST_NO_SYMBOL, k, j, d, -1 - n
             if n >= heap_min:
-                n = _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, INF_PRIORITY, res_of)
+                n = _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, _INF, res_of)
             elif plain_bytes:
                 n = _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, pfilter, fbits, res_of)
             else:
-                n = _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, INF_PRIORITY, res_of)
+                n = _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, _INF, res_of)
             for q in range(n):
                 out[k + q] = sym[q]
             k += n
@@ -1256,7 +1257,7 @@ def _encode_loop(
     return ST_DONE, k, j, docs.shape[0], -1
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _note_marks(cache, cache_bits, head, n_marked, n_pieces):
     """Note in the cache's head whether more than 3 % of a call's pieces (1,024 or more) met a
     mark: short pieces of more than 4 ids are common, the loop's next calls prefetch more."""
@@ -1292,7 +1293,7 @@ def _scanning_kernels(scanner: int):
         spans = np.empty((max(1, min(batch, nbytes + 1)), 2), np.int64)
         heap_min = max(2, min(heap_min, 64))  # the O(n*m) loop packs positions into 6 bits
         hashes = np.empty(_HASH_RING, np.uint64)
-        size = _WORK_MIN
+        size = np.int64(_WORK_MIN)  # not the literal: helpers typed while it is one would compile for it
         sym, pp, nxt, prv, heap = _work_arrays(size)
         one_doc = np.empty((1, 2), np.int64)  # the document a batch ends in, while it is unfinished
         no_special = np.full(1, -1, np.int64)
@@ -1307,7 +1308,7 @@ def _scanning_kernels(scanner: int):
             n, d_next, i_next = scan_into(scanner, read_only(data), docs, flags, spans, d_scan, i)
             part = spans[:n]
             if i - sampled >= _SAMPLE_EVERY:
-                wide_tokens = _mostly_tokens(data, part, 0, whole_tab, max_whole_len)
+                wide_tokens = _mostly_tokens(data, part, zero, whole_tab, max_whole_len)
                 sampled = i
             j = zero
             # the documents the scan finished, then the pieces of the one it stopped in
@@ -1399,6 +1400,10 @@ def derive_merges(tok_bytes, tok_off, byte_id, ptab, ids):
     nxt = np.empty(size, np.int64)
     prv = np.empty(size, np.int64)
     heap = np.empty(3 * size, np.int64)
+    # Arguments typed as the encoder's (a writable filter, int64 scalars): the merge helpers
+    # keep one signature.
+    no_filter = np.full(2, _ALL_ONES, np.uint64)
+    one = np.int64(1)
     for i in range(n_ids):
         tid = ids[i]
         s = tok_off[tid]
@@ -1415,9 +1420,9 @@ def derive_merges(tok_bytes, tok_off, byte_id, ptab, ids):
         if not ok:
             continue
         if L >= 64:
-            n = _merge_heap(sym, L, pp, nxt, prv, heap, ptab, pbits, _NO_FILTER, 1, tid, res_of)
+            n = _merge_heap(sym, L, pp, nxt, prv, heap, ptab, pbits, no_filter, one, np.int64(tid), res_of)
         else:
-            n = _merge_small(sym, L, pp, ptab, pbits, _NO_FILTER, 1, tid, res_of)
+            n = _merge_small(sym, L, pp, ptab, pbits, no_filter, one, np.int64(tid), res_of)
         if n == 2:
             left[i] = sym[0]
             right[i] = sym[1]

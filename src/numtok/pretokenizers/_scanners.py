@@ -88,7 +88,7 @@ from .._native.intrinsics import letter3_leads64 as _letter3_leads64
 from .._native.intrinsics import load_u64 as _load_u64
 from .._native.intrinsics import punct3_leads64 as _punct3_leads64
 from .._native.intrinsics import read_only_view
-from .._native.jit import cached_njit
+from .._native.jit import INLINE, cached_njit
 from .._native.threads import usable_cores
 from ._unicode import BIT_CRLF, BIT_L, BIT_N, BIT_O, BIT_S, BIT_U, BIT_W, class_table
 
@@ -114,7 +114,7 @@ _kernel = cached_njit(nogil=True, _nrt=False)
 # Indexing with an unsigned integer spares Numba's negative-index handling (a compare and a
 # select per access, measured 5-13% of the kernels' time); every index here is >= 0.
 _u = np.uint64
-_inline = njit(nogil=True, inline="always")  # compiled inside its callers only: nothing to cache
+_inline = njit(**INLINE)  # inlined by LLVM into its callers only: nothing to cache
 
 
 # Bit-mask constants (uint64, so Numba keeps the masks unsigned).
@@ -226,9 +226,9 @@ def _contraction_ci(data, p, end):
 
 # ---------------------------------------------------------------------------------------------
 # Kernels: one per pattern family, each one loop over the pieces (see the module notes for
-# its three ways of ending a piece). Helpers are inlined (inline="always"); that costs nothing
-# here only because the kernels run without reference counting (``_kernel``): with it, every
-# inlined call increfs and decrefs its array arguments. In every kernel ``i`` is the start of
+# its three ways of ending a piece). Helpers are inlined by LLVM (``_inline``, ``jit.INLINE``)
+# and, like the kernels (``_kernel``), run without reference counting: with it, every call
+# increfs and decrefs its array arguments. In every kernel ``i`` is the start of
 # the current piece and ``e`` its end; ASCII bytes take the class table directly, others go
 # through ``_char_nonascii``.
 
@@ -840,7 +840,7 @@ def _split_gpt2(data, docs, flags, out, n, d, i):
     while d < ndocs:
         end = docs[d, 1]
         wb = np.int64(0)
-        fast = False
+        fast = np.bool_(False)  # not the literal False, for which the window helper would compile too
         while i < end:
             if n == cap:
                 return n, d, i
@@ -897,7 +897,7 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
     while d < ndocs:
         end = docs[d, 1]
         wb = np.int64(0)
-        fast = False
+        fast = np.bool_(False)  # not the literal False, for which the window helper would compile too
         while i < end:
             if n == cap:
                 return n, d, i
@@ -1097,7 +1097,7 @@ def _split_o200k(data, docs, flags, out, n, d, i):
     while d < ndocs:
         end = docs[d, 1]
         wb = np.int64(0)
-        fast = False
+        fast = np.bool_(False)  # not the literal False, for which the window helper would compile too
         while i < end:
             if n == cap:
                 return n, d, i

@@ -34,7 +34,7 @@ from numba import njit, types
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .._native.intrinsics import prefetch, release_pages
-from .._native.jit import cached_njit
+from .._native.jit import INLINE, cached_njit
 from ._heap import sift_down, sift_up
 
 # Columns of a word row (start in sym, live length, frequency): one row per word, so visiting a
@@ -76,7 +76,7 @@ def _find_pair(slots, pairs, key):
         s = (s + 1) & mask
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _fill_slots(slots, pairs, n_pairs):
     """Index rows 0..n_pairs-1 of ``pairs`` by key in the empty hash ``slots``."""
     mask = len(slots) - 1
@@ -246,7 +246,7 @@ def _drop_dead_pairs(slots, pairs, n_pairs, step, touched, n_touched, near_step,
     if dead < min_dead:
         return n_pairs
     new_row = np.empty(n_pairs, dtype=np.int32)
-    kept = 0
+    kept = np.int64(0)  # not the literal: a kernel called while it is typed as one would compile for it too
     for q in range(n_pairs):
         if pairs[q, COUNT] == 0 and pairs[q, STAMP] != step:
             new_row[q] = -1
@@ -301,7 +301,7 @@ def _heap_from_pairs(heap, pairs, n_pairs, first_seen):
     A lazy heap holds one entry per pair ever pushed, dead ones too; this one holds only the
     pairs alive. Pops still pick the same pair: every entry is exact or optimistic either way.
     """
-    size = 0
+    size = np.int64(0)  # not the literal: a kernel called while it is typed as one would compile for it too
     for p in range(n_pairs):
         if pairs[p, COUNT] > 0 and pairs[p, PLEN] > 0:
             heap[size, 0] = pairs[p, COUNT]
@@ -320,7 +320,7 @@ def _heap_pop(heap, size):
     size -= 1
     for c in range(heap.shape[1]):
         heap[0, c] = heap[size, c]
-    sift_down(heap, 0, size)
+    sift_down(heap, np.int64(0), size)  # not the literal 0: one signature with _heap_from_pairs' calls
     return size
 
 
@@ -472,7 +472,7 @@ def _apply_delta(slots, pairs, pool, touched, st, near, near_step, side, step, x
             st[N_TOUCHED] += 1
 
 
-@njit(inline="always")
+@njit(**INLINE)
 def _pool_need(st, m, reused):
     """Pool entries a word of m symbols may need in one merge step: its postings appended, and
     lists that move with twice their length (a re-used id's old lists too)."""
@@ -620,13 +620,13 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
     seq_buf = np.empty(64, dtype=np.int32)
     # Stale postings can be dropped unless first-seen could still find an occurrence in a word
     # of count 0 (only train_bpe_from_counts makes those).
-    drop_stale = True
+    drop_stale = np.bool_(True)  # not the literal: a kernel called while it is typed as one would compile for it too
     if first_seen:
         for w in range(len(words)):
             if words[w, W_FREQ] == 0:
                 drop_stale = False
     dropped = 0  # pairs removed from the table
-    step = 0
+    step = np.int64(0)  # not the literal: a kernel called while it is typed as one would compile for it too
     while n_ids < n_ids_target and size > 0:
         count = heap[0, 0]
         aux = heap[0, 1]
