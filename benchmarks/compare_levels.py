@@ -51,8 +51,7 @@ for path in spec["files"]:
         out[f"{path}|{name}|cold"] = cold
         out[f"{path}|{name}|warm"] = sorted(warm)[1]
 if spec["train"]:
-    lines = open(spec["files"][0], encoding="utf-8", errors="surrogateescape").read().splitlines(keepends=True)
-    t = time.perf_counter(); numtok.train_bpe(lines, spec["vocab_size"], show_progress=False); out["train"] = time.perf_counter() - t
+    t = time.perf_counter(); numtok.train_bpe(spec["files"][0], spec["vocab_size"], show_progress=False); out["train"] = time.perf_counter() - t
 out["compiles"] = len(compiles)
 print(json.dumps(out))
 """

@@ -91,6 +91,16 @@ def _job_encodings() -> None:
         numtok.split_bytes(big, docs, pattern, num_threads=2)
 
 
+def _letters(n: int) -> str:
+    """A word of letters only, a different one for each ``n``."""
+    word = ""
+    while True:
+        n, d = divmod(n, 26)
+        word += chr(97 + d)
+        if not n:
+            return word
+
+
 def _job_train() -> None:
     import numtok
 
@@ -111,6 +121,15 @@ def _job_train() -> None:
             save(os.path.join(tmp, path))
             load(os.path.join(tmp, path)).encode_ordinary(_SAMPLE)
         numtok.train_bpe_from_counts({"low": 5, "lower": 2, "newest": 6}, 270, show_progress=False)
+        # More unique words than a word table starts with: it grows, and two threads' tables merge.
+        many = os.path.join(tmp, "many.txt")
+        with open(many, "w", encoding="utf-8") as f:
+            f.writelines(" ".join(_letters(i * 200 + j) for j in range(200)) + "\n" for i in range(250))
+        for threads in (1, 2):
+            numtok.train_bpe(many, 300, num_threads=threads, show_progress=False)
+            numtok.count_words(many, num_threads=threads)
+        with open(many, encoding="utf-8") as f:
+            numtok.train_bpe(f.read().splitlines(keepends=True), 300, show_progress=False)
         # Continued training: on a trained base (the encoder splits the words), and on a base whose
         # merge list makes a token twice (the list is replayed in order: train/_kernels.py).
         numtok.train_bpe(text, 420, base=tok, show_progress=False)
