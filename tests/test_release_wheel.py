@@ -47,9 +47,8 @@ out = {"level": jit.precompiled_selection().level}
 for name in ("cl100k_base", "o200k_base", "r50k_base"):
     enc = numtok.load(name)
     out[name] = enc.encode(text, allowed_special="all").tolist()
-    batch = enc.encode_batch(lines, num_threads=2)
-    out[name + "/batch"] = batch.ids.tolist()
-    out[name + "/arrow"] = enc.encode_batch(pa.array(lines), num_threads=2).ids.tolist()
+    out[name + "/batch"] = enc.encode_batch(lines, num_threads=2, allowed_special="all").ids.tolist()
+    out[name + "/arrow"] = enc.encode_batch(pa.array(lines), num_threads=2, allowed_special="all").ids.tolist()
     ids, offsets = enc.encode_with_offsets(lines[3])
     out[name + "/offsets"] = [ids.tolist(), offsets.tolist()]
     out[name + "/count"] = enc.count_tokens(text)
@@ -59,7 +58,7 @@ out["train/merges"] = [[a.hex(), b.hex()] for a, b in tok.merges]
 out["train/ids"] = tok.encode_ordinary(text).tolist()
 counts = numtok.count_words(lines)
 out["counts"] = numtok.train_bpe_from_counts(counts, 400, show_progress=False).encode_ordinary(text).tolist()
-wp = numtok.train_wordpiece(lines, 500, show_progress=False)
+wp = numtok.train_wordpiece(lines, 1500, show_progress=False)
 out["wordpiece"] = wp.encode(text).tolist()
 with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
     from numtok.cli import main
@@ -118,7 +117,7 @@ def _jit_results(text: str) -> dict:
     for name in ("cl100k_base", "o200k_base", "r50k_base"):
         enc = numtok.load(name)
         out[name] = enc.encode(text, allowed_special="all").tolist()
-        out[name + "/batch"] = enc.encode_batch(lines, num_threads=2).ids.tolist()
+        out[name + "/batch"] = enc.encode_batch(lines, num_threads=2, allowed_special="all").ids.tolist()
         out[name + "/arrow"] = out[name + "/batch"]
         ids, offsets = enc.encode_with_offsets(lines[3])
         out[name + "/offsets"] = [ids.tolist(), offsets.tolist()]
@@ -128,7 +127,7 @@ def _jit_results(text: str) -> dict:
     out["train/merges"] = [[a.hex(), b.hex()] for a, b in tok.merges]
     out["train/ids"] = tok.encode_ordinary(text).tolist()
     out["counts"] = numtok.train_bpe_from_counts(numtok.count_words(lines), 400, show_progress=False).encode_ordinary(text).tolist()
-    out["wordpiece"] = numtok.train_wordpiece(lines, 500, show_progress=False).encode(text).tolist()
+    out["wordpiece"] = numtok.train_wordpiece(lines, 1500, show_progress=False).encode(text).tolist()
     return out
 
 
@@ -187,7 +186,7 @@ def test_wheel_compiles_nothing_and_matches_the_jit(venv, tmp_path):
 
 def test_spawned_process_and_dask_worker_compile_nothing(venv, tmp_path):
     text = "hello world, naïve café 東京"
-    for name, source, encoding in (("spawned", _SPAWNED, "cl100k_base"), ("dask", _DASK, "o200k_base")):
+    for name, source, encoding in (("spawned", _SPAWNED, "cl100k_base"), ("dask_worker", _DASK, "o200k_base")):
         script = tmp_path / f"{name}.py"
         script.write_text(source)
         run = _python(venv, [str(script)])

@@ -7,7 +7,18 @@ from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
 from .hugepages import empty_written_once
-from .intrinsics import HAS_BYTE_COMPRESS, HIGH_BITS, address_view, load_u64, narrow_ascii32, store_u32, str_data_address, utf8_of16, utf8_widths32
+from .intrinsics import (
+    HAS_BYTE_COMPRESS,
+    HIGH_BITS,
+    address_view,
+    load_u64,
+    narrow_ascii32,
+    read_only_view,
+    store_u32,
+    str_data_address,
+    utf8_of16,
+    utf8_widths32,
+)
 from .jit import INLINE, cached_njit
 
 
@@ -81,7 +92,7 @@ def utf8_error_offset(data: np.ndarray) -> int:
     >>> utf8_error_offset(np.frombuffer(b"ab\\xff", dtype=np.uint8))
     2
     """
-    return int(_utf8_error_offset(data))
+    return int(_utf8_error_offset(read_only_view(data)))  # one signature, whoever owns the bytes
 
 
 # ---------------------------------------------------------------------------------------------
