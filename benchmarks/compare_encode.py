@@ -22,8 +22,14 @@ to them):
 In every mode the clock stops when the call returns: freeing its result and the fresh copy is
 the caller's work and is done off the clock (for 100 MB, 18 ms to free a copy and 170 ms to
 free tiktoken's list of ids).
+* ``cold``, ``unseen``, ``warm``: what a pipeline meets, on the odd-numbered documents (split on
+  blank lines) joined, a new str each run. ``cold``: a new tokenizer object of every library
+  (empty piece caches), text it never saw. ``unseen``: a new object that first encoded the
+  even-numbered documents (the same kind of text, off the clock), then the odd ones. ``warm``:
+  the same text again, by an object that encoded it once (piece caches full of it).
 * ``batch1``: the corpus as documents (split on blank lines), batch call, one thread.
-* ``batch``: the same with ``--threads`` threads (default: all cores).
+* ``batch``: the same with ``--threads`` threads (default: all cores). Each library's fastest
+  batch API: gigatoken's ``encode_batch`` (an awkward array), HF's ``encode_batch_fast``.
 
 After each mode's first run the modes take turns (single, batch1, batch, single, ...), so that
 a ratio between two of them is taken under the same machine load.
@@ -110,18 +116,53 @@ class OnFreshCopy:
         return self.encode(self.copy)
 
 
-def single_call(lib, mode: str, text: str):
-    """The timed call of mode ``single`` or ``fresh`` on ``text``."""
+class Lifecycle(OnFreshCopy):
+    """Modes ``cold``, ``unseen`` and ``warm`` (see above) on ``text``; ``seen`` is the text an
+    ``unseen`` run's new object encodes first."""
+
+    def __init__(self, lib, mode: str, text: str, seen: str):
+        super().__init__(lambda t: lib.encode(t), text)
+        self.lib, self.mode, self.seen = lib, mode, seen
+
+    def prepare(self) -> None:
+        self.copy = None
+        if self.mode in ("cold", "unseen"):
+            self.lib.fresh()
+        if self.mode == "unseen":
+            self.lib.encode(self.seen)
+        if self.mode == "warm":
+            self.lib.encode(self.text)
+        super().prepare()
+
+
+LIFECYCLE = ("cold", "unseen", "warm")
+
+
+def halves(docs: list[str]) -> tuple[str, str]:
+    """(the odd-numbered documents joined, the even-numbered ones): the text the lifecycle modes
+    time, and the text ``unseen`` encodes first."""
+    return "".join(docs[1::2]), "".join(docs[0::2])
+
+
+def single_call(lib, mode: str, text: str, seen: str = ""):
+    """The timed call of mode ``single``, ``fresh`` or a lifecycle mode on ``text``."""
+    if mode in LIFECYCLE:
+        return Lifecycle(lib, mode, text, seen)
     return OnFreshCopy(lib.encode, text) if mode == "fresh" else (lambda: lib.encode(text))
 
 
 def mode_supported(lib, mode: str) -> bool:
-    return (mode if mode != "fresh" else "single") in lib.modes
+    return (mode if mode not in ("fresh", *LIFECYCLE) else "single") in lib.modes
 
 
 class Library:
     name = "?"
     modes = ("single", "batch1", "batch")
+    args: tuple = ()  # what it was built with (make_libraries)
+
+    def fresh(self) -> None:
+        """A new tokenizer object: no cache of an earlier call."""
+        type(self).__init__(self, *self.args)
 
     def encode(self, text: str):  # -> sequence of ids
         raise NotImplementedError
@@ -137,6 +178,12 @@ class Numtok(Library):
         import numtok
 
         self.enc = numtok.load(encoding)
+        self.encoding = encoding
+
+    def fresh(self):
+        from numtok.encode import registry
+
+        self.enc = registry._build(self.encoding, registry._ENCODINGS[self.encoding])  # not load()'s shared object
 
     def encode(self, text):
         return self.enc.encode_ordinary(text)
@@ -221,7 +268,7 @@ class Gigatoken(Library):
         return self.tok.encode(text)
 
     def batch(self, docs, threads):
-        return self.tok.encode_batch_list(docs, parallel=threads > 1)
+        return self.tok.encode_batch(docs, parallel=threads > 1)  # its fastest: flat ids in an awkward array
 
 
 class Tokie(Library):
@@ -347,6 +394,24 @@ def print_short_calls(libs, lines: list[str], repeat: int) -> None:
     print(f"  short calls ({len(lines)} lines, {mean:.0f} chars each on average): " + "  ".join(row), flush=True)
 
 
+def print_short_sizes(libs, text: str, repeat: int, sizes=(11, 90, 1000), count: int = 2000) -> None:
+    """Microseconds per call at 11 B, 90 B and 1 KB: ``count`` different slices of the corpus of
+    each size (in characters), one call each; the median pass of ``repeat`` after one pass that
+    warms every library up on the same strings (warm: their pieces are cached)."""
+    step = max(1, (len(text) - max(sizes)) // count)
+    for size in sizes:
+        strings = [text[i:i + size] for i in range(0, step * count, step)]
+        mean = sum(len(x.encode("utf-8")) for x in strings) / len(strings)
+        row = []
+        for lib in libs:
+            encode = lib.encode
+            for x in strings:
+                encode(x)
+            _, median = timed(lambda enc=encode: [enc(x) for x in strings], repeat)
+            row.append(f"{lib.name} {median / len(strings) * 1e6:7.2f}")
+        print(f"  short calls, {mean:6.0f} B (warm), us per call: " + "  ".join(row), flush=True)
+
+
 def _same(a, b) -> bool:
     return np.array_equal(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
 
@@ -358,6 +423,10 @@ def _flat(out) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(out, (list, tuple)) and out and not isinstance(out[0], (int, np.integer)):
         lengths = np.array([len(x) for x in out], dtype=np.int64)
         return np.concatenate([np.asarray(x, dtype=np.int64) for x in out]), lengths
+    if type(out).__module__.startswith("awkward"):  # gigatoken's encode_batch
+        import awkward as ak
+
+        return np.asarray(ak.flatten(out), dtype=np.int64), np.asarray(ak.num(out), dtype=np.int64)
     ids = np.asarray(out, dtype=np.int64)
     return ids, np.array([len(ids)])
 
@@ -397,7 +466,9 @@ def make_libraries(encoding: str, wanted: set[str], workdir: str) -> list:
         if wanted and cls.name not in wanted:
             continue
         try:
-            libs.append(cls(encoding, workdir))
+            lib = cls(encoding, workdir)
+            lib.args = (encoding, workdir)
+            libs.append(lib)
         except Exception as exc:  # noqa: BLE001 - a missing or failing competitor is reported, not fatal
             print(f"  {cls.name:14s} unavailable: {type(exc).__name__}: {str(exc)[:100]}")
     return libs
@@ -422,6 +493,8 @@ def by_script(args, docs: list[str], modes: list[str], wanted: set, workdir: str
             if not gdocs:
                 continue
             gtext = "".join(gdocs)
+            half, seen = halves(gdocs)
+            half_size = len(half.encode("utf-8"))
             print(f"  -- {g}: {size / 1e6:.2f} MB, {len(gdocs)} documents", flush=True)
             reference: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # "single" / "batch" -> tiktoken's ids
             table[g] = {}
@@ -430,8 +503,12 @@ def by_script(args, docs: list[str], modes: list[str], wanted: set, workdir: str
                 for mode in modes:
                     if mode_supported(lib, mode):
                         threads = 1 if mode == "batch1" else args.threads
-                        fn = single_call(lib, mode, gtext) if mode in ("single", "fresh") else (lambda t=threads: lib.batch(gdocs, t))
-                        runs[mode] = (fn, size)
+                        if mode in LIFECYCLE:
+                            runs[mode] = (single_call(lib, mode, half, seen), half_size)
+                        elif mode in ("single", "fresh"):
+                            runs[mode] = (single_call(lib, mode, gtext), size)
+                        else:
+                            runs[mode] = ((lambda t=threads: lib.batch(gdocs, t)), size)
                 try:
                     times, first = run_modes(lib, runs, args.repeat)
                 except Exception as exc:  # noqa: BLE001
@@ -439,17 +516,18 @@ def by_script(args, docs: list[str], modes: list[str], wanted: set, workdir: str
                     continue
                 exact = True
                 for m, out in first.items():
-                    kind = "single" if m in ("single", "fresh") else "batch"
+                    kind = "single" if m in ("single", "fresh") else "half" if m in LIFECYCLE else "batch"
                     if kind not in reference:
                         if lib is ref_lib:
                             reference[kind] = out
                         else:
-                            reference[kind] = _flat(ref_lib.encode(gtext) if kind == "single" else ref_lib.batch(gdocs, 1))
+                            texts = {"single": gtext, "half": half}
+                            reference[kind] = _flat(ref_lib.encode(texts[kind]) if kind in texts else ref_lib.batch(gdocs, 1))
                     exact &= np.array_equal(out[0], reference[kind][0]) and np.array_equal(out[1], reference[kind][1])
                 del first
-                table[g][lib.name] = {m: size / warm_median(ts) / 1e6 for m, ts in times.items()}
+                table[g][lib.name] = {m: runs[m][1] / warm_median(ts) / 1e6 for m, ts in times.items()}
                 row = "  ".join(
-                    f"{m} {table[g][lib.name][m]:7.1f}" + (f" (first {size / times[m][0] / 1e6:.1f})" if lib.name == "numtok" else "")
+                    f"{m} {table[g][lib.name][m]:7.1f}" + (f" (first {runs[m][1] / times[m][0] / 1e6:.1f})" if lib.name == "numtok" else "")
                     for m in modes if m in times
                 )  # fmt: skip
                 print(f"    {lib.name:14s} exact={exact!s:5s}  MB/s: {row}", flush=True)
@@ -485,7 +563,7 @@ def main(argv=None) -> int:
     ap.add_argument("--check-mb", type=float, default=1.0)
     ap.add_argument("--max-mb", type=float, default=0, help="use only the first MB of the corpus")
     ap.add_argument("--worst", action="store_true", help="also time the worst cases (CPU ms) and their doubling")
-    ap.add_argument("--short", action="store_true", help="also time one call per line on 10,000 short lines (us per call)")
+    ap.add_argument("--short", action="store_true", help="also time short calls: 11 B, 90 B, 1 KB and one call per line on 10,000 lines (us per call)")
     ap.add_argument("--by-script", action="store_true", help="time each script group's documents on their own (see above)")
     args = ap.parse_args(argv)
 
@@ -493,6 +571,8 @@ def main(argv=None) -> int:
         text = f.read(int(args.max_mb * 1_000_000)) if args.max_mb else f.read()
     docs = [d for d in text.split("\n\n") if d]
     docs = [d + "\n\n" for d in docs]
+    half, seen = halves(docs)
+    n_half = len(half.encode("utf-8"))
     n_bytes = len(text.encode("utf-8"))
     n_doc_bytes = sum(len(d.encode("utf-8")) for d in docs)
     check = text[: int(args.check_mb * 1_000_000)]
@@ -520,7 +600,9 @@ def main(argv=None) -> int:
             for mode in modes:
                 if mode_supported(lib, mode):
                     threads = 1 if mode == "batch1" else args.threads
-                    if mode in ("single", "fresh"):
+                    if mode in LIFECYCLE:
+                        runs[mode] = (single_call(lib, mode, half, seen), n_half)
+                    elif mode in ("single", "fresh"):
                         runs[mode] = (single_call(lib, mode, text), n_bytes)
                     else:
                         runs[mode] = ((lambda t=threads: lib.batch(docs, t)), n_doc_bytes)
@@ -545,6 +627,7 @@ def main(argv=None) -> int:
         if args.worst:
             print_worst_cases(libs, args.repeat)
         if args.short:
+            print_short_sizes(libs, text, args.repeat)
             print_short_calls(libs, [line for line in text[:2_000_000].splitlines() if line.strip()][:10_000], args.repeat)
         for name, res in results.items():
             if "batch1" in res and "batch" in res:
