@@ -71,29 +71,12 @@ out["compiles"] = compiles
 print(json.dumps(out))
 """
 
-_SPAWNED = r"""
-import json, multiprocessing as mp
-
-def work(text):
-    from numba.core import event as ev
-    seen = []
-    class Count(ev.Listener):
-        def on_start(self, event): seen.append(1)
-        def on_end(self, event): pass
-    ev.register("numba:compile", Count())
-    import numtok
-    return numtok.load("cl100k_base").encode(text).tolist(), len(seen)
-
-if __name__ == "__main__":
-    with mp.get_context("spawn").Pool(1) as pool:
-        print(json.dumps(pool.map(work, ["hello world, naïve café 東京"])))
-"""
-
-# A Dask worker process, started as LocalCluster starts it, encodes.
-_DASK = r"""
+# Encodes in a worker process and counts the compiles there; each script starts its workers as
+# users do: a spawned multiprocessing pool, a Dask LocalCluster.
+_WORK = r"""
 import json
 
-def work(text):
+def work(name, text):
     from numba.core import event as ev
     seen = []
     class Count(ev.Listener):
@@ -101,12 +84,21 @@ def work(text):
         def on_end(self, event): pass
     ev.register("numba:compile", Count())
     import numtok
-    return numtok.load("o200k_base").encode(text).tolist(), len(seen)
+    return numtok.load(name).encode(text).tolist(), len(seen)
+"""
 
+_SPAWNED = _WORK + r"""
+if __name__ == "__main__":
+    import multiprocessing as mp
+    with mp.get_context("spawn").Pool(1) as pool:
+        print(json.dumps(pool.apply(work, ("cl100k_base", "hello world, naïve café 東京"))))
+"""
+
+_DASK = _WORK + r"""
 if __name__ == "__main__":
     from distributed import Client, LocalCluster
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
-        print(json.dumps(client.submit(work, "hello world, naïve café 東京").result()))
+        print(json.dumps(client.submit(work, "o200k_base", "hello world, naïve café 東京").result()))
 """
 
 
@@ -192,7 +184,7 @@ def test_spawned_process_and_dask_worker_compile_nothing(venv, tmp_path):
         run = _python(venv, [str(script)])
         assert run.returncode == 0, run.stderr
         result = json.loads(run.stdout.strip().splitlines()[-1])
-        ids, compiles = result[0] if name == "spawned" else result
+        ids, compiles = result
         assert compiles == 0, name
         assert ids == numtok.load(encoding).encode(text).tolist(), name
 
