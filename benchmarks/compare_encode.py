@@ -632,13 +632,15 @@ def main(argv=None) -> int:
         for name, res in results.items():
             if "batch1" in res and "batch" in res:
                 print(f"  {name:14s} batch on {args.threads} threads / batch1: {res['batch'][1] / res['batch1'][1]:4.2f}x")
-        if "tiktoken" in results:
-            base = results["tiktoken"]
+        for anchor in ("tiktoken", "gigatoken"):
+            if anchor not in results:
+                continue
+            base = results[anchor]
             for name, res in results.items():
-                if name == "tiktoken":
+                if name == anchor or (anchor == "gigatoken" and name != "numtok"):
                     continue
                 ratios = "  ".join(f"{m} {res[m][1] / base[m][1]:5.2f}x" for m in modes if m in res and m in base)
-                print(f"  {name:14s} vs tiktoken: {ratios}")
+                print(f"  {name:14s} vs {anchor}: {ratios}")
     print_peak_rss()
     return 0
 
