@@ -18,7 +18,9 @@ differences that matter to an installed package):
   location that cannot be written is reported once and the code kept for this process.
 
 Numba's own checks still apply on top: its version, the Python version, the CPU (code for
-one CPU is never loaded on another) and the argument types.
+one CPU is never loaded on another) and the argument types. A release wheel's kernels, compiled
+for a CPU level rather than a CPU, are read after these entries when this CPU has every feature
+of the level (:mod:`.precompiled`).
 
 >>> import numpy as np
 >>> @cached_njit(nogil=True)
