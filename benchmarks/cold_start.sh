@@ -4,7 +4,7 @@
 # wiped before every "first ever" (a wheel's precompiled kernels stay: they are what it ships).
 #
 #   bash benchmarks/cold_start.sh [VENV_DIR] [WHEEL]   # default /tmp/numtok-cold-venv (re-created), the source tree
-#   NUMTOK_PRECOMPILE=x86-64-v2,x86-64-v3,x86-64-v4 pip wheel --no-deps . -w dist && bash benchmarks/cold_start.sh /tmp/v dist/numtok-*.whl
+#   NUMTOK_PRECOMPILE=x86-64-v2,x86-64-v3,x86-64-v4,x86-64-v4+avx512vbmi2 pip wheel --no-deps . -w dist && bash benchmarks/cold_start.sh /tmp/v dist/numtok-*.whl
 #
 # Prints one line per run: seconds, exit code, load average; "first ever" runs three times
 # (median them). Numba's floor (import numba and call one trivial cached function) is printed for

@@ -2,7 +2,7 @@
 """Run-time speed of a release wheel's precompiled levels against kernels the JIT compiled for
 this CPU, on the same text, in fresh processes taken in turn.
 
-    NUMTOK_PRECOMPILE=x86-64-v2,x86-64-v3,x86-64-v4 pip wheel --no-deps . -w dist
+    NUMTOK_PRECOMPILE=x86-64-v2,x86-64-v3,x86-64-v4,x86-64-v4+avx512vbmi2 pip wheel --no-deps . -w dist
     python -m venv /tmp/v && /tmp/v/bin/pip install dist/numtok-*.whl
     numtok warmup                      # the host JIT's kernels, for this checkout
     python benchmarks/compare_levels.py --venv /tmp/v /work/corpus/mixed-100M.txt /work/corpus/multi-100M.txt
@@ -66,7 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+")
     parser.add_argument("--venv", required=True, help="a venv with a release wheel installed")
-    parser.add_argument("--levels", default="x86-64-v4,x86-64-v3,x86-64-v2")
+    parser.add_argument("--levels", default="x86-64-v4+avx512vbmi2,x86-64-v4,x86-64-v3,x86-64-v2")
     parser.add_argument("--encodings", default="cl100k_base,o200k_base")
     parser.add_argument("--train", action="store_true", help="also time train_bpe on the first file")
     parser.add_argument("--vocab-size", type=int, default=32768)

@@ -148,5 +148,10 @@ def test_best_level_is_chosen_by_features():
     assert levels.best_level(targets, v3 | {"avx512f"}) == "x86-64-v3"  # v4 needs all five
     assert levels.best_level(targets, v3 - {"fma"}) == "x86-64-v2"
     assert levels.best_level(targets, frozenset({"sse", "sse2"})) is None
-    with pytest.raises(ValueError, match="unknown CPU level 'x86-64-v5'"):
-        levels.level_target("x86-64-v5")
+    targets["x86-64-v4+avx512vbmi2"] = levels.level_target("x86-64-v4+avx512vbmi2")
+    v4 = levels.required_features(targets["x86-64-v4"][1])
+    assert levels.best_level(targets, v4 | {"avx512vbmi2"}) == "x86-64-v4+avx512vbmi2"
+    assert levels.best_level(targets, v4 | {"avx512vbmi"}) == "x86-64-v4"
+    for bad in ("x86-64-v5", "x86-64-v4+", "x86-64-v4+avx 2"):
+        with pytest.raises(ValueError, match="unknown CPU level"):
+            levels.level_target(bad)

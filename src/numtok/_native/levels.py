@@ -22,6 +22,7 @@ illegal instruction, a crash, so the choice is made on features, never on names.
 from __future__ import annotations
 
 import os
+import re
 
 __all__ = ["LEVELS", "level_target", "required_features", "usable_features", "best_level"]
 
@@ -35,14 +36,22 @@ LEVELS: dict[str, tuple[str, ...]] = {"x86-64-v2": _V2, "x86-64-v3": _V3, "x86-6
 
 def level_target(level: str) -> tuple[str, str]:
     """``(cpu_name, features)`` to compile ``level`` with, as ``NUMBA_CPU_NAME`` and
-    ``NUMBA_CPU_FEATURES`` take them; ``host`` is this machine's CPU."""
+    ``NUMBA_CPU_FEATURES`` take them; ``host`` is this machine's CPU. A level may add LLVM
+    features after ``+``: ``x86-64-v4+avx512vbmi2`` is v4 with the byte compress the UTF-8
+    conversion uses where a CPU has it (Ice Lake, Zen 4 and later).
+
+    >>> level_target("x86-64-v4+avx512vbmi2")[1].endswith(",+avx512vl,+avx512vbmi2")
+    True
+    """
     if level == "host":
         from llvmlite import binding
 
         return binding.get_host_cpu_name(), _host_feature_string()
-    if level not in LEVELS:
-        raise ValueError(f"unknown CPU level {level!r}; the levels are {', '.join(LEVELS)} and 'host'")
-    return level, ",".join(f"+{f}" for f in _BASELINE + LEVELS[level])
+    name, *extra = level.split("+")
+    if name not in LEVELS or not all(re.fullmatch(r"[a-z0-9_.\-]+", f) for f in extra):
+        raise ValueError(f"unknown CPU level {level!r}; the levels are {', '.join(LEVELS)} (each may add LLVM "
+                         "features, as x86-64-v4+avx512vbmi2) and 'host'")
+    return name, ",".join(f"+{f}" for f in _BASELINE + LEVELS[name] + tuple(extra))
 
 
 def required_features(features: str) -> frozenset[str]:
