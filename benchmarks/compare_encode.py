@@ -151,6 +151,23 @@ def single_call(lib, mode: str, text: str, seen: str = ""):
     return OnFreshCopy(lib.encode, text) if mode == "fresh" else (lambda: lib.encode(text))
 
 
+def mode_runs(lib, modes: list[str], threads: int, whole: tuple, docs: tuple, half: tuple) -> dict:
+    """{mode: (timed call, bytes it encodes)} of the modes ``lib`` supports: ``whole`` is (text,
+    bytes) for single/fresh, ``docs`` (documents, bytes) for the batch modes, ``half`` (text,
+    the text seen first, bytes) for the lifecycle modes."""
+    runs = {}
+    for mode in modes:
+        if not mode_supported(lib, mode):
+            continue
+        if mode in LIFECYCLE:
+            runs[mode] = (single_call(lib, mode, half[0], half[1]), half[2])
+        elif mode in ("single", "fresh"):
+            runs[mode] = (single_call(lib, mode, whole[0]), whole[1])
+        else:
+            runs[mode] = ((lambda t=1 if mode == "batch1" else threads: lib.batch(docs[0], t)), docs[1])
+    return runs
+
+
 def mode_supported(lib, mode: str) -> bool:
     return (mode if mode not in ("fresh", *LIFECYCLE) else "single") in lib.modes
 
@@ -499,16 +516,7 @@ def by_script(args, docs: list[str], modes: list[str], wanted: set, workdir: str
             reference: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # "single" / "batch" -> tiktoken's ids
             table[g] = {}
             for lib in libs:
-                runs = {}
-                for mode in modes:
-                    if mode_supported(lib, mode):
-                        threads = 1 if mode == "batch1" else args.threads
-                        if mode in LIFECYCLE:
-                            runs[mode] = (single_call(lib, mode, half, seen), half_size)
-                        elif mode in ("single", "fresh"):
-                            runs[mode] = (single_call(lib, mode, gtext), size)
-                        else:
-                            runs[mode] = ((lambda t=threads: lib.batch(gdocs, t)), size)
+                runs = mode_runs(lib, modes, args.threads, (gtext, size), (gdocs, size), (half, seen, half_size))
                 try:
                     times, first = run_modes(lib, runs, args.repeat)
                 except Exception as exc:  # noqa: BLE001
@@ -596,16 +604,7 @@ def main(argv=None) -> int:
                 exact = _same(lib.encode(check), reference)
             except Exception as exc:  # noqa: BLE001
                 exact = f"error {type(exc).__name__}"
-            runs = {}  # mode -> (fn, bytes)
-            for mode in modes:
-                if mode_supported(lib, mode):
-                    threads = 1 if mode == "batch1" else args.threads
-                    if mode in LIFECYCLE:
-                        runs[mode] = (single_call(lib, mode, half, seen), n_half)
-                    elif mode in ("single", "fresh"):
-                        runs[mode] = (single_call(lib, mode, text), n_bytes)
-                    else:
-                        runs[mode] = ((lambda t=threads: lib.batch(docs, t)), n_doc_bytes)
+            runs = mode_runs(lib, modes, args.threads, (text, n_bytes), (docs, n_doc_bytes), (half, seen, n_half))
             # Each mode's first run on an empty piece cache; then the modes take turns, so
             # that the ratios between them (2 threads / 1) see the same machine load.
             times = {}
