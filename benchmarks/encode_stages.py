@@ -53,7 +53,7 @@ def _median_cpu(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def _encode_loop(tok, data, docs, spans, out, cache):
+def encode_loop(tok, data, docs, spans, out, cache):
     status, k, *_ = _kernels.encode_spans(
         data, spans, docs, np.full(len(docs), -1, np.int64), np.empty(len(docs), np.int64), 0, 0, out, 0,
         tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
@@ -85,8 +85,8 @@ def stages(tok, text: str, repeat: int, warm: int, kinds: bool) -> dict:
     out = np.empty(nb + 64, np.int32)
     cache = tok._piece_caches.take(nb)
     try:
-        n_ids = sum(_encode_loop(tok, data, g, s, out, cache) for g, s in zip(groups, spans))
-        t_enc = _median_cpu(lambda: [_encode_loop(tok, data, g, s, out, cache) for g, s in zip(groups, spans)], repeat)
+        n_ids = sum(encode_loop(tok, data, g, s, out, cache) for g, s in zip(groups, spans))
+        t_enc = _median_cpu(lambda: [encode_loop(tok, data, g, s, out, cache) for g, s in zip(groups, spans)], repeat)
         kind_ns = _kind_costs(tok, data, np.concatenate(spans), out, cache, repeat) if kinds else {}
     finally:
         tok._piece_caches.give(cache)
@@ -115,7 +115,7 @@ def _kind_costs(tok, data, spans, out, cache, repeat: int) -> dict:
     for q, name in enumerate(KINDS):
         part = np.ascontiguousarray(spans[kind == q])
         if len(part):
-            t = _median_cpu(lambda: _encode_loop(tok, data, docs, part, out, cache), repeat)
+            t = _median_cpu(lambda: encode_loop(tok, data, docs, part, out, cache), repeat)
             costs[name] = (len(part) / len(spans), t / len(part) * 1e9)
     return costs
 

@@ -8,7 +8,7 @@ Numba loads kernels from its cache as object code and tells perf nothing, so a p
 addresses. This script captures the object code of every library Numba loads, reads its function
 symbols (``objdump -t``: each one's section, offset and size), places them with the address of
 a function the library exports, and writes ``/tmp/perf-PID.map``, which perf reads for JIT code.
-Functions LLVM inlined are counted in their caller (``_encode_loop``, the scanners and their
+Functions LLVM inlined are counted in their caller (``encode_loop``, the scanners and their
 non-inlined helpers show up by name), and kernels compiled in this process are not named: run
 ``numtok warmup`` (or the script) once first. Needs binutils' ``objdump``; Linux only.
 """

@@ -34,6 +34,7 @@ from numtok.encode import batch as batch_module
 from numtok.encode import buffers, engine, registry, streaming
 from numtok.encode.batch import BatchEncoding
 from numtok.encode.piece_cache import PieceCaches
+from numtok.encode.short_calls import NoShortCalls
 from numtok.encode.special import NO_SPECIAL, block_needles
 from numtok.encode.tokenizer import Tokenizer
 from numtok.io.tiktoken_file import read_tiktoken_ranks
@@ -528,7 +529,7 @@ def test_pieces_longer_than_the_work_arrays_resume_where_they_stopped(name):
     # and end, on both merge paths.
     from numtok.encode import _kernels as kernels
 
-    size = kernels._WORK_MIN
+    size = kernels.WORK_MIN
     texts = []
     for n in (size - 2, size - 1, size, size + 1, 2 * size + 3, 5 * size):
         for letter in ("q", "中", "ж"):
@@ -567,7 +568,7 @@ def test_range_scanned_and_encoded_a_batch_of_pieces_at_a_time(name):
     from numtok.encode import _kernels as kernels
 
     ref = reference(name)
-    long_piece = "ж" * (3 * kernels._WORK_MIN)
+    long_piece = "ж" * (3 * kernels.WORK_MIN)
     text = sample_text()[:12_000] + f" intro {long_piece} outro " + "中文" * 400 + " end"
     expected = ref.encode_ordinary(text)
     enc = copy_of(name)
@@ -586,7 +587,7 @@ def test_documents_scanned_and_encoded_a_batch_of_pieces_at_a_time(name, monkeyp
     from numtok.encode import _kernels as kernels
 
     ref = reference(name)
-    long_piece = "ж" * (3 * kernels._WORK_MIN)
+    long_piece = "ж" * (3 * kernels.WORK_MIN)
     texts = [sample_text()[:3000], "", "a", f"x {long_piece} y", "中文" * 300, " ", "hello<|endoftext|>world<|endoftext|>", ""]
     expected = [ref.encode(t, allowed_special="all") for t in texts]
     tok = copy_of(name)
@@ -1301,7 +1302,7 @@ def test_piece_cache_answers_tokens_and_marks_pieces_of_more_than_four_ids():
     long_token = next(p for p in ("-" * 32, "-" * 16, " " * 16) if one_token(p))
     many = next(p for p in ("鬱齉龘", "齉龘鬱齉", "龘鬱") if len(p.encode()) <= 15 and len(ref.encode_ordinary(p)) > 4)
     # After the short token, short non-ASCII pieces that are no tokens: the call's sample
-    # (``_mostly_tokens``) then sends such pieces to the piece cache first.
+    # (``mostly_tokens``) then sends such pieces to the piece cache first.
     not_tokens = 3 * next(p for p in (" 龘", " 齉", " 鬱") if not one_token(p))
     pin_piece_cache(enc, kernels.new_piece_cache(bits))
     cache = enc._piece_caches.free[-1]
@@ -1373,8 +1374,9 @@ def long_piece_text(seed: str, n: int) -> str:
 
 def pin_piece_cache(enc: Tokenizer, cache: np.ndarray) -> None:
     """Make ``enc`` encode with ``cache`` whatever it has encoded before (its sizing policy
-    would otherwise grow a small cache)."""
-    enc._piece_caches = PieceCaches()
+    would otherwise grow a small cache), short texts too (their path keeps a cache per thread)."""
+    enc._piece_caches = PieceCaches()  # (which makes the short-call path anew)
+    enc._short = NoShortCalls()
     enc._piece_caches.free = [cache]
     enc._piece_caches.grow = False
 

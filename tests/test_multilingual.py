@@ -99,7 +99,7 @@ def _script_texts(documents) -> dict[str, str]:
 
 @pytest.mark.parametrize("name", CORE)
 def test_short_nonascii_pieces_look_in_the_token_table_where_enough_are_tokens(name, documents):
-    """The encoder's sample (``_mostly_tokens``) against the share of the same pieces that are
+    """The encoder's sample (``mostly_tokens``) against the share of the same pieces that are
     single tokens: it says yes from 40 % found in their home slot and may only miss tokens not
     there, so it must agree where the share is far from that; ASCII-only text has no such piece."""
     from numba import njit
@@ -108,7 +108,7 @@ def test_short_nonascii_pieces_look_in_the_token_table_where_enough_are_tokens(n
     from numtok.encode.buffers import padded
     from numtok.pretokenizers import split_bytes
 
-    mostly_tokens = njit(lambda data, spans, j, tab, m: _kernels._mostly_tokens(data, spans, j, tab, m))  # a helper of kernels
+    mostly_tokens = njit(lambda data, spans, j, tab, m: _kernels.mostly_tokens(data, spans, j, tab, m))  # a helper of kernels
     enc = numtok.load(name)
     seen = 0
     for script, text in [*_script_texts(documents).items(), ("ascii", "plain English text, " * 400)]:

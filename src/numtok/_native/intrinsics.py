@@ -140,16 +140,11 @@ def str_data_address(typingctx, s):
     return sig, codegen
 
 
-@intrinsic
-def address_view(typingctx, address, n, dtype):
-    """The ``n`` elements of ``dtype`` at memory ``address`` as a read-only 1-D array (no
-    copy, no checks): how kernels read a str's buffer (``str_data_address``) or objects whose
-    address Python gave them (``pystr``). Valid only while the owner of that memory keeps it
-    alive and unchanged."""
+def _address_array(address, n, dtype, readonly):
     if not (isinstance(address, types.Integer) and isinstance(n, types.Integer) and isinstance(dtype, types.NumberClass)):
         return None
     unit = dtype.instance_type
-    arrty = types.Array(unit, 1, "C", readonly=True)
+    arrty = types.Array(unit, 1, "C", readonly=readonly)
     sig = arrty(address, n, dtype)
 
     def codegen(context, builder, signature, args):
@@ -164,6 +159,22 @@ def address_view(typingctx, address, n, dtype):
         return ary._getvalue()
 
     return sig, codegen
+
+
+@intrinsic
+def address_view(typingctx, address, n, dtype):
+    """The ``n`` elements of ``dtype`` at memory ``address`` as a read-only 1-D array (no
+    copy, no checks): how kernels read a str's buffer (``str_data_address``) or objects whose
+    address Python gave them (``pystr``). Valid only while the owner of that memory keeps it
+    alive and unchanged."""
+    return _address_array(address, n, dtype, True)
+
+
+@intrinsic
+def address_array(typingctx, address, n, dtype):
+    """:func:`address_view`, writable: an array whose address Python passed as an int (a
+    kernel called with ints only is entered without typing or unboxing arrays)."""
+    return _address_array(address, n, dtype, False)
 
 
 @intrinsic

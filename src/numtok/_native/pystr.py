@@ -93,11 +93,36 @@ def _utf8_bound(items_address, first, last, layout):
     items = address_view(items_address, last, np.int64)
     bound = 0
     for i in range(first, last):
-        m, kind, is_ascii = _str_info(items[i], layout)
-        if m < 0:
+        one = utf8_bound_at(items[i], layout)
+        if one < 0:
             return -1
-        bound += utf8_bound_of_kind(m, kind, is_ascii)
+        bound += one
     return bound
+
+
+@njit(**INLINE)
+def utf8_bound_at(obj, layout):
+    """Most UTF-8 bytes the object at ``obj`` can need if it is an exact, compact str (its
+    kind bounds its code points), else -1."""
+    m, kind, is_ascii = _str_info(obj, layout)
+    return -1 if m < 0 else utf8_bound_of_kind(m, kind, is_ascii)
+
+
+@njit(**INLINE)
+def utf8_at(obj, layout, out, o, no_ends):
+    """Write the UTF-8 of the exact, compact str at ``obj`` (see :func:`utf8_bound_at`) into
+    ``out`` from ``o``; return where it ends, or -1 at a surrogate. ``no_ends``: an empty
+    int64 array (no character ends wanted)."""
+    m, kind, is_ascii = _str_info(obj, layout)
+    if not is_ascii and layout[_UTF8] >= 0:
+        kept = _word(obj + layout[_UTF8])
+        if kept != 0:  # the UTF-8 the str keeps (see utf8_in_place): copied, not written
+            size = _word(obj + layout[_UTF8_LENGTH])
+            source = address_view(kept, size, np.uint8)
+            for i in range(size):  # a slice assignment would need Numba's allocator (overlap)
+                out[o + i] = source[i]
+            return o + size
+    return units_to_utf8_at(_units_address(obj, layout, is_ascii), m, kind, out, o, no_ends, no_ends)
 
 
 @cached_njit(nogil=True)
@@ -109,17 +134,7 @@ def _to_utf8(items_address, first, last, layout, out, lens):
     no_ends = np.empty(0, np.int64)
     o = np.int64(0)  # not the literal: units_to_utf8_at, called while o is typed as one, would compile for it too
     for i in range(first, last):
-        obj = items[i]
-        m, kind, is_ascii = _str_info(obj, layout)
-        if not is_ascii and layout[_UTF8] >= 0:
-            kept = _word(obj + layout[_UTF8])
-            if kept != 0:  # the UTF-8 the str keeps (see utf8_in_place): copied, not written
-                size = _word(obj + layout[_UTF8_LENGTH])
-                out[o : o + size] = address_view(kept, size, np.uint8)
-                lens[i - first] = size
-                o += size
-                continue
-        end = units_to_utf8_at(_units_address(obj, layout, is_ascii), m, kind, out, o, no_ends, no_ends)
+        end = utf8_at(items[i], layout, out, o, no_ends)
         if end < 0:
             return -1
         lens[i - first] = end - o

@@ -301,6 +301,9 @@ def padded_prefix(buffer: np.ndarray, size: int, pad: int) -> np.ndarray:
     return buffer[:size]
 
 
+# Zero bytes after every text buffer a kernel reads: kernels load 8 bytes at any offset (one
+# unaligned word) without running off the end.
+PAD = 16
 _ONES = np.uint64(0x0101010101010101)
 
 

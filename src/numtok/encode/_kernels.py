@@ -86,7 +86,7 @@ _KEY_MASK = ~_PRI_MASK
 # 8 bytes, its next 7 bytes | length << 56, then up to 4 ids, two per word (all ones = no id;
 # no id at all: the piece has more than 4 ids, in the long-piece region). Tokens are entries
 # too, but for pieces of up to 8 bytes the token table answers first (ASCII ones, and non-ASCII
-# ones where ``_mostly_tokens`` finds enough are tokens).
+# ones where ``mostly_tokens`` finds enough are tokens).
 CACHE_MAX_BYTES = 15
 CACHE_MAX_IDS = 4
 _NO_IDS = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -129,8 +129,8 @@ ARENA_MAX_SHIFT = 3
 
 # How many pieces ahead encode_spans prefetches table lines.
 _PREFETCH_DISTANCE = 20
-_HASH_RING = 32  # > _PREFETCH_DISTANCE, a power of two
-_HASH_MASK = _HASH_RING - 1
+HASH_RING = 32  # > _PREFETCH_DISTANCE, a power of two
+_HASH_MASK = HASH_RING - 1
 _HASH_MASK_U = np.uint64(_HASH_MASK)
 
 # Spans encode_spans samples to choose where short non-ASCII pieces look first.
@@ -145,11 +145,11 @@ SPAN_BATCH = 8192
 ST_DONE = 0
 ST_FULL = 1
 ST_NO_SYMBOL = 2
-# Between _encode_loop and encode_spans only: the next piece needs bigger work arrays (their
+# Between encode_loop and encode_spans only: the next piece needs bigger work arrays (their
 # size is returned as the error position).
-_ST_LONG = 3
+ST_LONG = 3
 # The work arrays' first size: most texts have no longer piece, and none is looked for.
-_WORK_MIN = 256
+WORK_MIN = 256
 
 
 # ----------------------------------------------------------------------------------------------
@@ -812,7 +812,7 @@ def grow_piece_cache(old, new):
     A piece's place comes from its hash, which is recomputed from the bytes its entry keeps
     (short: k0 = bytes 0-7, k1 = bytes 8-14 | length << 56; long and arena: all of them). Of
     two short entries that meet in a new set, one from an old way 0 stays in way 0 (way 0 keeps
-    a set's first entry, see ``_encode_loop``). Arena entries are appended in their old order,
+    a set's first entry, see ``encode_loop``). Arena entries are appended in their old order,
     so the new arena is the one encoding into ``new`` would have built.
     """
     old_bits, old_base, old_long_bits, old_index, old_head, old_data = _cache_layout(old)
@@ -874,7 +874,7 @@ def _prefetch_piece(
     data, bounds, a, wide_tokens, whole_tab, wbits, whole_ext, cache, cshift, cmask, cache_bits,
     long_base, long_bits, long_max, index, lead_min, lead_mask, hash_max, hashes,
 ):  # fmt: skip
-    """Prefetch the table lines ``_encode_loop`` will read for piece ``a`` (and keep its hash
+    """Prefetch the table lines ``encode_loop`` will read for piece ``a`` (and keep its hash
     in ``hashes`` if it has 9 to ``hash_max`` bytes): lookups are then no longer bound by
     memory latency (the tables are megabytes, the pieces random)."""
     s2 = bounds[_u(2 * a)]
@@ -916,7 +916,7 @@ def _prefetch_piece(
 
 
 @njit(**INLINE)
-def _mostly_tokens(data, spans, j, whole_tab, max_whole_len):
+def mostly_tokens(data, spans, j, whole_tab, max_whole_len):
     """Whether at least 40 % of the first ``_SAMPLE_PIECES`` non-ASCII pieces of up to 8 bytes
     in the ``_SAMPLE_SPANS`` from span ``j`` are tokens in their home slot of the token table:
     such pieces then look there first, as ASCII ones do (1.03-1.07x on CJK, Cyrillic, o200k's
@@ -940,7 +940,7 @@ def _mostly_tokens(data, spans, j, whole_tab, max_whole_len):
 
 
 @njit(forceinline=True, _nrt=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # INLINE, but it allocates
-def _work_arrays(size):
+def work_arrays(size):
     """The encode loop's work arrays for pieces of fewer than ``size`` symbols: sym, pp, nxt,
     prv and the heap."""
     return (
@@ -969,20 +969,20 @@ def encode_spans(
     length so far.
     """
     heap_min = max(2, min(heap_min, 64))  # the O(n*m) loop packs positions into 6 bits
-    hashes = np.empty(_HASH_RING, np.uint64)
-    wide_tokens = _mostly_tokens(data, spans, j, whole_tab, max_whole_len)
-    # The loop runs without reference counting (see _encode_loop), so it allocates nothing:
+    hashes = np.empty(HASH_RING, np.uint64)
+    wide_tokens = mostly_tokens(data, spans, j, whole_tab, max_whole_len)
+    # The loop runs without reference counting (see encode_loop), so it allocates nothing:
     # it stops at a piece too long for its work arrays, which are made bigger here, so no pass
     # over the spans looks for the longest piece first (such a pass is 3 % of English's time).
-    size = np.int64(_WORK_MIN)  # not the literal: helpers typed while it is one would compile for it
+    size = np.int64(WORK_MIN)  # not the literal: helpers typed while it is one would compile for it
     while True:
-        sym, pp, nxt, prv, heap = _work_arrays(size)
-        status, k, j, d, pos = _encode_loop(
+        sym, pp, nxt, prv, heap = work_arrays(size)
+        status, k, j, d, pos = encode_loop(
             data, spans, docs, doc_special, doc_end, j, d, out, k,
             byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
             units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
         )  # fmt: skip
-        if status != _ST_LONG:
+        if status != ST_LONG:
             return status, k, j, d, pos
         size = max(2 * size, pos)
 
@@ -990,12 +990,12 @@ def encode_spans(
 # Without Numba's reference counting: each inlined helper that takes an array (hashing, table
 # probes, merging) would otherwise incref and decref it, atomically, for every piece.
 @cached_njit(nogil=True, _nrt=False)
-def _encode_loop(
+def encode_loop(
     data, spans, docs, doc_special, doc_end, j, d, out, k,
     byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
     units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
 ):  # fmt: skip
-    """The loop of ``encode_spans``, with its work arrays. ``hashes[j % _HASH_RING]`` holds the
+    """The loop of ``encode_spans``, with its work arrays. ``hashes[j % HASH_RING]`` holds the
     hash of piece ``j`` (of 9 to ``hash_max`` bytes) from when its lines were prefetched, so a
     piece is hashed once (a 16-byte piece's hash is a chain of three multiplies)."""
     tbits = _table_bits(tok_tab)
@@ -1058,7 +1058,7 @@ def _encode_loop(
                 if k + L + extra > cap:
                     _note_marks(cache, cache_bits, head, n_marked, j - j_first)  # a grown output resumes in a new call
                     return ST_FULL, k, j, d, -1
-                return _ST_LONG, k, j, d, L + extra + 1
+                return ST_LONG, k, j, d, L + extra + 1
             k0 = _U64_0
             h = _U64_0
             k1 = _U64_0
@@ -1071,7 +1071,7 @@ def _encode_loop(
                 # hash, then the key and its length in one test, in a table of 16-byte slots
                 # that stays in cache. Other pieces go to the piece cache first (one line,
                 # tokens included), not to both tables, unless enough of them are tokens
-                # (``_mostly_tokens``).
+                # (``mostly_tokens``).
                 k0, h = _hash_head(data, s, L)
                 if wide_tokens | (k0 & HIGH_BITS == _U64_0):
                     wslot = h >> np.uint64(64 - wbits)
@@ -1292,9 +1292,9 @@ def _scanning_kernels(scanner: int):
         nbytes = docs[ndocs - 1, 1] - docs[0, 0] if ndocs > 0 else 0  # at most that many pieces
         spans = np.empty((max(1, min(batch, nbytes + 1)), 2), np.int64)
         heap_min = max(2, min(heap_min, 64))  # the O(n*m) loop packs positions into 6 bits
-        hashes = np.empty(_HASH_RING, np.uint64)
-        size = np.int64(_WORK_MIN)  # not the literal: helpers typed while it is one would compile for it
-        sym, pp, nxt, prv, heap = _work_arrays(size)
+        hashes = np.empty(HASH_RING, np.uint64)
+        size = np.int64(WORK_MIN)  # not the literal: helpers typed while it is one would compile for it
+        sym, pp, nxt, prv, heap = work_arrays(size)
         one_doc = np.empty((1, 2), np.int64)  # the document a batch ends in, while it is unfinished
         no_special = np.full(1, -1, np.int64)
         no_end = np.empty(1, np.int64)
@@ -1308,7 +1308,7 @@ def _scanning_kernels(scanner: int):
             n, d_next, i_next = scan_into(scanner, read_only(data), docs, flags, spans, d_scan, i)
             part = spans[:n]
             if i - sampled >= _SAMPLE_EVERY:
-                wide_tokens = _mostly_tokens(data, part, zero, whole_tab, max_whole_len)
+                wide_tokens = mostly_tokens(data, part, zero, whole_tab, max_whole_len)
                 sampled = i
             j = zero
             # the documents the scan finished, then the pieces of the one it stopped in
@@ -1325,14 +1325,14 @@ def _scanning_kernels(scanner: int):
                     one_doc[0, 1] = docs[d_next, 1]
                     view, ds, de, d0 = one_doc, no_special, no_end, zero
                 while True:
-                    status, k, j, d_out, pos = _encode_loop(
+                    status, k, j, d_out, pos = encode_loop(
                         data, part, view, ds, de, j, d0, out, k,
                         byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
                         units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
                     )  # fmt: skip
-                    if status == _ST_LONG:  # a piece too long for the work arrays: bigger ones
+                    if status == ST_LONG:  # a piece too long for the work arrays: bigger ones
                         size = max(2 * size, pos)
-                        sym, pp, nxt, prv, heap = _work_arrays(size)
+                        sym, pp, nxt, prv, heap = work_arrays(size)
                         d0 = d_out
                         continue
                     if status == ST_FULL:

@@ -13,12 +13,11 @@ import numpy as np
 
 from .._native.hugepages import empty_written_once
 from .._native.pystr import utf8_in_place
-from .._native.utf8 import padded_utf8, utf8_bytes
+from .._native.utf8 import PAD, padded_utf8, utf8_bytes
 
 if sys.byteorder != "little":  # pragma: no cover
     raise ImportError("numtok's kernels assume a little-endian CPU")
 
-PAD = 16
 _PAD_BYTES = bytes(PAD)
 # Texts of at least this many characters are written to UTF-8 straight from the str.
 DIRECT_UTF8_CHARS = 1 << 14

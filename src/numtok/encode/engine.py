@@ -119,6 +119,9 @@ def encode_plain(tok, text: str) -> np.ndarray:
     """Ids of one text with no special tokens to find. A named pattern's text that fits one
     chunk is split and encoded in one kernel call, from this thread's scratch buffer if it
     is short (allocating a padded array cost ~1 us, a sixth of such a call)."""
+    ids = tok._short.encode(text)
+    if ids is not None:
+        return ids
     if tok._scanner_id >= 0 and len(text) <= SHORT_BYTES:
         raw = utf8_bytes(text)
         n = len(raw)

@@ -14,17 +14,21 @@ import numpy as np
 from .._native import hugepages as _hugepages
 from . import _offset_kernels as _ok
 
-_ONE_DOC = np.zeros(2, dtype=np.int64)
+# Offsets of fewer ids go to a plain array (a huge page's setup is for big ones).
+_FEW = 4096
 
 
 def token_char_offsets(tok, ids: np.ndarray, doc_bounds: np.ndarray | None = None) -> np.ndarray:
     """(n, 2) int64 character offsets of ``ids`` (valid ids of ``tok``), counted from the start
     of each document of ``doc_bounds`` (default: all one document)."""
+    n = len(ids)
     if doc_bounds is None:
-        doc_bounds = _ONE_DOC.copy()
-        doc_bounds[1] = len(ids)
-    out = _hugepages.zeros((len(ids), 2), np.int64)
-    _ok.char_offsets(ids, _char_info(tok), np.ascontiguousarray(doc_bounds, dtype=np.int64), out)
+        doc_bounds = np.array([0, n], np.int64)
+    out = np.empty((n, 2), np.int64) if n < _FEW else _hugepages.zeros((n, 2), np.int64)
+    info = tok.__dict__.get("_char_info")
+    if info is None:
+        info = _char_info(tok)
+    _ok.char_offsets(ids, info, np.ascontiguousarray(doc_bounds, dtype=np.int64), out)
     return out
 
 

@@ -6,6 +6,7 @@ the id-indexed token bytes and the decode table; their layout is described in ``
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -183,6 +184,9 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
         tok._dec_off = np.zeros(tok._max_id + 2, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)), out=tok._dec_off[1:])
     tok._special_lookup = SpecialMatcher(tok._special_tokens)
+    head = os.path.commonprefix(list(tok._special_tokens))[:2]
+    tok._special_head = head if head or not tok._special_tokens else None
+    tok._decode_list = None
 
 
 def set_whole_table(tok, tab: np.ndarray, max_len: int) -> None:

@@ -28,7 +28,7 @@ from .._native.utf8 import utf8_bytes
 from ..io import gpt2_files, hf_json, pretrained, tiktoken_file
 from ..io.arrow import is_arrow
 from . import _kernels as _k
-from . import batch, special, tables
+from . import batch, short_calls, special, tables
 from . import offsets as offsets_module
 from .batch import BYTES_PER_CHAR, BatchEncoding, SpecialSet
 from .buffers import padded_utf8_of
@@ -37,6 +37,11 @@ from .piece_cache import PieceCaches
 from .streaming import encode_streamed
 
 __all__ = ["Tokenizer", "BatchEncoding"]
+
+
+_NOTHING: frozenset = frozenset()  # encode's default allowed_special (told apart by identity)
+# decode_bytes reads a list of at most this many ids from a list of each token's bytes.
+_SHORT_IDS = 256
 
 
 class Tokenizer:
@@ -86,7 +91,8 @@ class Tokenizer:
     _scanner_id: int  # the named pattern's one-kernel scanner, or -1
     _cuttable: bool  # documents may be cut at a space after an ASCII letter
     _chunk_bytes: int
-    _heap_min: int
+    _heap_min_value: int
+    _short: Any  # short_calls.ShortCalls, NoShortCalls or Unbuilt
     _max_id: int
     _max_token_len: int
     _max_whole_len: int
@@ -107,7 +113,9 @@ class Tokenizer:
     _whole_ext: np.ndarray
     _dec_bytes: np.ndarray
     _dec_off: np.ndarray
-    _piece_caches: PieceCaches
+    _piece_caches_value: PieceCaches
+    _decode_list: list[bytes | None] | None  # each id's bytes, made by the first short decode
+    _special_head: str | None  # the first characters all special tokens share ("": there are none; None: they share none)
     training_stats: dict[str, Any]  # set by train_bpe: corpus bytes, unique words, timings
 
     def __init__(
@@ -268,7 +276,7 @@ class Tokenizer:
         self,
         text: str,
         *,
-        allowed_special: SpecialSet = frozenset(),
+        allowed_special: SpecialSet = _NOTHING,
         disallowed_special: SpecialSet = "all",
     ) -> np.ndarray:
         """Encode a string into an int32 array of token ids.
@@ -294,6 +302,10 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
+        if allowed_special is _NOTHING and disallowed_special == "all" and not self._may_hold_special(text):
+            ids = self._short.encode(text)  # the defaults, and no special token can be in the text
+            if ids is not None:
+                return ids
         try:
             allowed, disallowed = special.special_sets(self, allowed_special, disallowed_special)
             if not allowed and disallowed and self._cuttable and len(text) > self._chunk_bytes:
@@ -326,6 +338,9 @@ class Tokenizer:
         >>> numtok.load("cl100k_base").encode_ordinary("hello <|endoftext|>").tolist()
         [15339, 83739, 8862, 728, 428, 91, 29]
         """
+        ids = self._short.encode(text)  # a short text, in one kernel call
+        if ids is not None:
+            return ids
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
         try:
@@ -386,7 +401,7 @@ class Tokenizer:
         self,
         text: str,
         *,
-        allowed_special: SpecialSet = frozenset(),
+        allowed_special: SpecialSet = _NOTHING,
         disallowed_special: SpecialSet = "all",
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`encode`, with the ``[start, end)`` character offsets of every token in ``text``
@@ -415,6 +430,9 @@ class Tokenizer:
         >>> numtok.load("cl100k_base").count_tokens("hello world")
         2
         """
+        n = self._short.count(text)
+        if n is not None:
+            return n
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
         try:
@@ -460,6 +478,14 @@ class Tokenizer:
         >>> numtok.load("cl100k_base").decode_bytes([15339, 1917])
         b'hello world'
         """
+        if type(ids) is list and len(ids) <= _SHORT_IDS:
+            raw = self._decode_short(ids)
+            if raw is not None:
+                return raw
+        elif type(ids) is np.ndarray and ids.ndim == 1 and ids.size <= _SHORT_IDS and ids.dtype.kind in "iu":
+            raw = self._decode_short(ids.tolist())
+            if raw is not None:
+                return raw
         arr = _as_ids(ids)
         out, bad = _k.decode_ids(arr, self._tok_off, self._dec_bytes, self._dec_off)
         if bad >= 0:
@@ -476,7 +502,7 @@ class Tokenizer:
         >>> enc.decode(enc.encode("👋")[:1])
         '�'
         """
-        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+        return self.decode_bytes(ids).decode("utf-8", errors)
 
     def decode_with_offsets(self, ids: Iterable[int] | np.ndarray) -> tuple[str, np.ndarray]:
         """The text of ``ids`` and the character where each token starts (int64), as tiktoken's
@@ -612,6 +638,30 @@ class Tokenizer:
     # ------------------------------------------------------------------------------------------
     # internals
 
+    def _decode_short(self, ids: list) -> bytes | None:
+        """The bytes of a few ids from a list of each token's bytes, or None for the general
+        path (which names what is wrong with the ids)."""
+        table = self._decode_list
+        if table is None:
+            raw = self._dec_bytes.tobytes()
+            off = self._dec_off.tolist()
+            valid = np.diff(self._tok_off) > 0  # an id with no bytes is not a token
+            self._decode_list = table = [raw[a:b] if ok else None for a, b, ok in zip(off, off[1:], valid.tolist())]
+        if not ids:
+            return b""
+        if type(ids[0]) is bool or min(ids) < 0:  # (bools alone are not ids; a negative one would index from the end)
+            return None
+        try:
+            return b"".join(map(table.__getitem__, ids))
+        except (IndexError, TypeError):
+            return None
+
+    def _may_hold_special(self, text: str) -> bool:
+        """Whether ``text`` may hold a special token: it holds the first characters they all
+        share, or they share none."""
+        head = self._special_head
+        return head is None or (head != "" and head in text)
+
     def _token_bytes(self, tid: int) -> bytes:
         return self._tok_bytes[self._tok_off[tid] : self._tok_off[tid + 1]].tobytes()
 
@@ -630,6 +680,28 @@ class Tokenizer:
     def _clear_caches(self) -> None:
         """Forget all cached pieces (benchmarks use it to time a first pass)."""
         self._piece_caches.clear()
+        self._short = short_calls.Unbuilt(self)
+
+    @property
+    def _piece_caches(self) -> PieceCaches:
+        return self._piece_caches_value
+
+    @_piece_caches.setter
+    def _piece_caches(self, caches: PieceCaches) -> None:
+        # Tests pin a cache or start afresh; short calls keep a cache per thread, made anew.
+        self._piece_caches_value = caches
+        self._short = short_calls.Unbuilt(self)
+
+    @property
+    def _heap_min(self) -> int:
+        return self._heap_min_value
+
+    @_heap_min.setter
+    def _heap_min(self, value: int) -> None:
+        # Tests lower it to run every piece through the heap path; short calls keep it in
+        # their contexts, made anew.
+        self._heap_min_value = value
+        self._short = short_calls.Unbuilt(self)
 
     def _no_symbol_message(self, data: np.ndarray, pos: int) -> str:
         start = pos
