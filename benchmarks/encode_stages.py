@@ -55,10 +55,7 @@ def _median_cpu(fn, repeat: int) -> float:
 
 def encode_loop(tok, data, docs, spans, out, cache):
     status, k, *_ = _kernels.encode_spans(
-        data, spans, docs, np.full(len(docs), -1, np.int64), np.empty(len(docs), np.int64), 0, 0, out, 0,
-        tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
-        tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
-        cache, tok._heap_min,
+        data, spans, docs, np.full(len(docs), -1, np.int64), np.empty(len(docs), np.int64), 0, 0, out, 0, tok._core, cache, tok._heap_min,
     )  # fmt: skip
     assert status == _kernels.ST_DONE
     return k

@@ -173,9 +173,7 @@ def test_count_sink_keeps_nothing():
     for room in (len(data) + 1, len(ids) // 2):  # too little room: ST_FULL, as for an array
         doc_end = np.empty(1, np.int64)
         status, k, j, d, _ = _k.encode_spans(
-            data, spans, docs, np.full(1, -1, np.int64), doc_end, 0, 0, CountSink(room), 0,
-            enc._byte_id, enc._bp, enc._tok_bytes, enc._tok_off, enc._tok_tab, enc._whole_tab, enc._whole_ext, enc._max_whole_len,
-            enc._pair_tab, enc._pair_filter, enc._res_of, enc._units_code, enc._unk_id, enc._eow_id, NO_CACHE, enc._heap_min,
+            data, spans, docs, np.full(1, -1, np.int64), doc_end, 0, 0, CountSink(room), 0, enc._core, NO_CACHE, enc._heap_min,
         )  # fmt: skip
         if room > len(ids):
             assert (status, k, j, d, int(doc_end[0])) == (_k.ST_DONE, len(ids), len(spans), 1, len(ids))

@@ -606,10 +606,7 @@ def _docs_range(enc, data, docs, specials, out, k, batch):
 
     doc_end = np.full(len(docs), -1, np.int64)
     result = kernels.ENCODE_DOCS_RANGE[enc._scanner_id](
-        data, docs, specials, doc_end, class_table(), out, k, batch,
-        enc._byte_id, enc._bp, enc._tok_bytes, enc._tok_off, enc._tok_tab, enc._whole_tab,
-        enc._whole_ext, enc._max_whole_len, enc._pair_tab, enc._pair_filter, enc._res_of, enc._units_code, enc._unk_id, enc._eow_id,
-        enc._piece_caches.take(len(data)), enc._heap_min,
+        data, docs, specials, doc_end, class_table(), out, k, batch, enc._core, enc._piece_caches.take(len(data)), enc._heap_min,
     )  # fmt: skip
     return (*result, doc_end)
 

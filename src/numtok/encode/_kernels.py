@@ -950,11 +950,7 @@ def work_arrays(size):
 
 
 @cached_njit(nogil=True)
-def encode_spans(
-    data, spans, docs, doc_special, doc_end, j, d, out, k,
-    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-    units, unk_id, eow_id, cache, heap_min,
-):  # fmt: skip
+def encode_spans(data, spans, docs, doc_special, doc_end, j, d, out, k, core, cache, heap_min):
     """Encode the pieces ``spans`` of the documents ``docs`` of ``data`` into ``out`` (an int32
     array, or a ``_native.sink.CountSink`` to count the ids without keeping them: a
     specialisation of the same source, see there).
@@ -970,7 +966,7 @@ def encode_spans(
     """
     heap_min = max(2, min(heap_min, 64))  # the O(n*m) loop packs positions into 6 bits
     hashes = np.empty(HASH_RING, np.uint64)
-    wide_tokens = mostly_tokens(data, spans, j, whole_tab, max_whole_len)
+    wide_tokens = mostly_tokens(data, spans, j, core.whole_tab, core.max_whole_len)
     # The loop runs without reference counting (see encode_loop), so it allocates nothing:
     # it stops at a piece too long for its work arrays, which are made bigger here, so no pass
     # over the spans looks for the longest piece first (such a pass is 3 % of English's time).
@@ -978,9 +974,7 @@ def encode_spans(
     while True:
         sym, pp, nxt, prv, heap = work_arrays(size)
         status, k, j, d, pos = encode_loop(
-            data, spans, docs, doc_special, doc_end, j, d, out, k,
-            byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-            units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
+            data, spans, docs, doc_special, doc_end, j, d, out, k, core, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
         )  # fmt: skip
         if status != ST_LONG:
             return status, k, j, d, pos
@@ -991,13 +985,12 @@ def encode_spans(
 # probes, merging) would otherwise incref and decref it, atomically, for every piece.
 @cached_njit(nogil=True, _nrt=False)
 def encode_loop(
-    data, spans, docs, doc_special, doc_end, j, d, out, k,
-    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-    units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
+    data, spans, docs, doc_special, doc_end, j, d, out, k, core, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
 ):  # fmt: skip
     """The loop of ``encode_spans``, with its work arrays. ``hashes[j % HASH_RING]`` holds the
     hash of piece ``j`` (of 9 to ``hash_max`` bytes) from when its lines were prefetched, so a
     piece is hashed once (a 16-byte piece's hash is a chain of three multiplies)."""
+    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of, units, unk_id, eow_id = core
     tbits = _table_bits(tok_tab)
     wbits = _table_bits(whole_tab)
     pbits = _log2_len(ptab)
@@ -1272,11 +1265,7 @@ def _scanning_kernels(scanner: int):
     cache files are named after the scanner, and ``jit.KernelCache`` keys them by their
     cells: the number, and for ``encode_text`` the ``encode_docs_range`` it calls."""
 
-    def encode_docs_range(
-        data, docs, doc_special, doc_end, flags, out, k, batch,
-        byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-        units, unk_id, eow_id, cache, heap_min,
-    ):  # fmt: skip
+    def encode_docs_range(data, docs, doc_special, doc_end, flags, out, k, batch, core, cache, heap_min):
         """Pre-tokenize the documents ``docs`` of ``data`` (padded, or followed by more text) with
         the scanner and encode them into ``out`` from position ``k``, ``batch`` pieces at a
         time: each batch is scanned, then encoded while its spans (16 bytes a piece) and text
@@ -1308,7 +1297,7 @@ def _scanning_kernels(scanner: int):
             n, d_next, i_next = scan_into(scanner, read_only(data), docs, flags, spans, d_scan, i)
             part = spans[:n]
             if i - sampled >= _SAMPLE_EVERY:
-                wide_tokens = mostly_tokens(data, part, zero, whole_tab, max_whole_len)
+                wide_tokens = mostly_tokens(data, part, zero, core.whole_tab, core.max_whole_len)
                 sampled = i
             j = zero
             # the documents the scan finished, then the pieces of the one it stopped in
@@ -1326,9 +1315,7 @@ def _scanning_kernels(scanner: int):
                     view, ds, de, d0 = one_doc, no_special, no_end, zero
                 while True:
                     status, k, j, d_out, pos = encode_loop(
-                        data, part, view, ds, de, j, d0, out, k,
-                        byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-                        units, unk_id, eow_id, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
+                        data, part, view, ds, de, j, d0, out, k, core, cache, heap_min, sym, pp, nxt, prv, heap, hashes, wide_tokens,
                     )  # fmt: skip
                     if status == ST_LONG:  # a piece too long for the work arrays: bigger ones
                         size = max(2 * size, pos)
@@ -1348,11 +1335,7 @@ def _scanning_kernels(scanner: int):
             d_scan, i = d_next, i_next
         return ST_DONE, k, ndocs, zero - 1
 
-    def encode_text(
-        data, n, flags,
-        byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-        units, unk_id, eow_id, cache, heap_min,
-    ):  # fmt: skip
+    def encode_text(data, n, flags, core, cache, heap_min):
         """Pre-tokenize the text ``data[:n]`` (padded) with the scanner and encode it, in one
         call: a short text spends more in the Python between two kernels than in them. Returns
         ``(status, ids, error_position)`` as ``encode_spans`` does. The output has room for the
@@ -1362,12 +1345,10 @@ def _scanning_kernels(scanner: int):
         docs = np.empty((1, 2), np.int64)
         docs[0, 0] = 0
         docs[0, 1] = n
-        out = np.empty(n * (2 if eow_id >= 0 else 1) + 1, np.int32)
+        out = np.empty(n * (2 if core.eow_id >= 0 else 1) + 1, np.int32)
         zero = np.int64(0)  # not the literal 0: encode_docs_range keeps the one signature Python calls
         status, k, _, pos = docs_range(
-            data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), flags, out, zero, np.int64(SPAN_BATCH),
-            byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of,
-            units, unk_id, eow_id, cache, heap_min,
+            data, docs, np.full(1, -1, np.int64), np.empty(1, np.int64), flags, out, zero, np.int64(SPAN_BATCH), core, cache, heap_min,
         )  # fmt: skip
         return status, out[:k].copy(), pos
 

@@ -27,6 +27,7 @@ from .._native.pystr import utf8_at, utf8_bound_at
 from .._native.utf8 import PAD
 from ..pretokenizers._scanners import SCANNER_KINDS, scan_into
 from . import _kernels as _k
+from ._core import EncoderCore
 
 # The arrays of a context, each as two words: address, length (in elements). The text's
 # pieces, the loop's work arrays and the one document's rows are the context's too: a call
@@ -96,6 +97,11 @@ def _short_kernel(scanner: int):
         whole_tab = _u64(c, WHOLE_TAB)
         max_whole_len = c[MAX_WHOLE_LEN]
         wide_tokens = _k.mostly_tokens(data, part, zero, whole_tab, max_whole_len)
+        core = EncoderCore(
+            _i64(c, BYTE_ID), address_array(c[BP], c[BP + 1], np.int32), address_array(c[TOK_BYTES], c[TOK_BYTES + 1], np.uint8),
+            _i64(c, TOK_OFF), _u64(c, TOK_TAB), whole_tab, _u64(c, WHOLE_EXT), max_whole_len, _u64(c, PAIR_TAB),
+            _u64(c, PAIR_FILTER), address_array(c[RES_OF], c[RES_OF + 1], np.int32), c[UNITS], c[UNK_ID], c[EOW_ID],
+        )  # fmt: skip
         sym, pp, nxt, prv, heap = _i64(c, SYM), _i64(c, PP), _i64(c, NXT), _i64(c, PRV), _i64(c, HEAP)
         j = zero
         d = zero
@@ -103,10 +109,7 @@ def _short_kernel(scanner: int):
         while True:
             status, k, j, d, pos = _k.encode_loop(
                 data, part, docs[:1], _i64(c, DOC_SPECIAL), _i64(c, DOC_END), j, d, address_array(c[IDS], c[IDS + 1], np.int32), k,
-                _i64(c, BYTE_ID), address_array(c[BP], c[BP + 1], np.int32), address_array(c[TOK_BYTES], c[TOK_BYTES + 1], np.uint8),
-                _i64(c, TOK_OFF), _u64(c, TOK_TAB), whole_tab, _u64(c, WHOLE_EXT), max_whole_len, _u64(c, PAIR_TAB),
-                _u64(c, PAIR_FILTER), address_array(c[RES_OF], c[RES_OF + 1], np.int32), c[UNITS], c[UNK_ID], c[EOW_ID],
-                _u64(c, CACHE), c[HEAP_MIN], sym, pp, nxt, prv, heap, _u64(c, HASHES), wide_tokens,
+                core, _u64(c, CACHE), c[HEAP_MIN], sym, pp, nxt, prv, heap, _u64(c, HASHES), wide_tokens,
             )  # fmt: skip
             if status != _k.ST_LONG:
                 break

@@ -144,10 +144,7 @@ def encode_whole(tok, data: np.ndarray, n: int) -> np.ndarray:
     piece_cache = tok._piece_caches.take(n)
     try:
         status, ids, pos = _k.ENCODE_TEXT[tok._scanner_id](
-            data, n, class_table(),
-            tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
-            tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
-            piece_cache, tok._heap_min,
+            data, n, class_table(), tok._core, piece_cache, tok._heap_min,
         )  # fmt: skip
     finally:
         tok._piece_caches.give(piece_cache)
@@ -171,10 +168,7 @@ def encode_scanned(tok, data, docs, doc_special, doc_end, out: IdsOut, k: int, p
     ids."""
     while True:
         status, k, d, pos = _k.ENCODE_DOCS_RANGE[tok._scanner_id](
-            data, docs, doc_special, doc_end, class_table(), out.array, k, _k.SPAN_BATCH,
-            tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
-            tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
-            piece_cache, tok._heap_min,
+            data, docs, doc_special, doc_end, class_table(), out.array, k, _k.SPAN_BATCH, tok._core, piece_cache, tok._heap_min,
         )  # fmt: skip
         if status == _k.ST_DONE:
             return int(k)
@@ -228,10 +222,7 @@ def run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, caches
         j = d = 0
         while True:
             status, k, j, d, pos = _k.encode_spans(
-                data, gspans, gdocs, gspecial, gend, j, d, out.array, k,
-                tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab,
-                tok._whole_ext, tok._max_whole_len, tok._pair_tab, tok._pair_filter, tok._res_of, tok._units_code, tok._unk_id, tok._eow_id,
-                piece_cache, tok._heap_min,
+                data, gspans, gdocs, gspecial, gend, j, d, out.array, k, tok._core, piece_cache, tok._heap_min,
             )  # fmt: skip
             if status == _k.ST_DONE:
                 break

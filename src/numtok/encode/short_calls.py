@@ -76,12 +76,12 @@ class ShortCalls:
         self._caches = tok._piece_caches
         self._heap_min = tok._heap_min
         # Kept alive here: contexts hold their addresses.
-        self._arrays = {
-            "layout": layout(), "flags": class_table(), "byte_id": tok._byte_id, "bp": tok._bp,
-            "tok_bytes": tok._tok_bytes, "tok_off": tok._tok_off, "tok_tab": tok._tok_tab,
-            "whole_tab": tok._whole_tab, "whole_ext": tok._whole_ext, "pair_tab": tok._pair_tab,
-            "pair_filter": tok._pair_filter, "res_of": tok._res_of,
-        }  # fmt: skip
+        core = tok._core
+        self._arrays = dict(
+            layout=layout(), flags=class_table(), byte_id=core.byte_id, bp=core.bp, tok_bytes=core.tok_bytes,
+            tok_off=core.tok_off, tok_tab=core.tok_tab, whole_tab=core.whole_tab, whole_ext=core.whole_ext,
+            pair_tab=core.pair_tab, pair_filter=core.pair_filter, res_of=core.res_of,
+        )  # fmt: skip
         self._local = threading.local()
 
     def encode(self, text: str) -> np.ndarray | None:
@@ -107,10 +107,10 @@ class ShortCalls:
 
     def _open(self) -> tuple[int, np.ndarray, tuple]:
         """This thread's context: the tables' addresses, its buffers and a piece cache."""
-        tok = self._tok
         context = np.zeros(_s.CONTEXT_WORDS, np.int64)
         text = np.zeros(SHORT_BYTES + PAD, np.uint8)
-        ids = np.empty(SHORT_BYTES * (2 if tok._eow_id >= 0 else 1) + 1, np.int32)
+        core = self._tok._core
+        ids = np.empty(SHORT_BYTES * (2 if core.eow_id >= 0 else 1) + 1, np.int32)
         work = {name: np.empty(_k.WORK_MIN, np.int64) for name in ("sym", "pp", "nxt", "prv")}
         arrays = dict(
             self._arrays, cache=self._caches.take(0), text=text, ids=ids, spans=np.empty(2 * (SHORT_BYTES + 1), np.int64),
@@ -124,10 +124,10 @@ class ShortCalls:
             at = 2 * _s.CONTEXT_ARRAYS.index(name)
             context[at] = array.ctypes.data
             context[at + 1] = len(array)
-        context[_s.MAX_WHOLE_LEN] = tok._max_whole_len
-        context[_s.UNITS] = tok._units_code
-        context[_s.UNK_ID] = tok._unk_id
-        context[_s.EOW_ID] = tok._eow_id
+        context[_s.MAX_WHOLE_LEN] = core.max_whole_len
+        context[_s.UNITS] = core.units
+        context[_s.UNK_ID] = core.unk_id
+        context[_s.EOW_ID] = core.eow_id
         context[_s.HEAP_MIN] = max(2, min(self._heap_min, 64))  # as encode_spans bounds it
         context[_s.CHECK_AT] = CHECK_BYTES
         state = (int(context.ctypes.data), ids, (context, arrays))

@@ -15,6 +15,7 @@ from .._native import hugepages as _hugepages
 from ..pretokenizers import _scanners
 from ..pretokenizers.patterns import resolve_pattern
 from . import _kernels as _k
+from ._core import EncoderCore
 from .buffers import padded, with_padding
 from .engine import CHUNK_BYTES, HEAP_MIN, run, splitter
 from .piece_cache import PieceCaches
@@ -169,6 +170,7 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
     if not tok._rank_mode and not tok.ignore_merges:
         # Merge mode emits a piece whole only when merging would produce that token anyway.
         tok._max_whole_len = 0
+        tok._core = core_of(tok)
         keep = self_encoding(tok, cand, cand_lens)
         cand, cand_lens = cand[keep], cand_lens[keep]
         set_whole_table(tok, _k.build_key_table(tok._tok_bytes, tok_off, cand, cand_lens)[0], int(cand_lens.max()) if len(cand) else 0)
@@ -193,6 +195,15 @@ def set_whole_table(tok, tab: np.ndarray, max_len: int) -> None:
     tok._whole_tab = _hugepages.copy(tab)
     tok._whole_ext = _hugepages.copy(_k.key_table_ext(tab, tok._tok_bytes, tok._tok_off))
     tok._max_whole_len = max_len
+    tok._core = core_of(tok)
+
+
+def core_of(tok) -> EncoderCore:
+    """The encoder core of ``tok``'s tables (made anew whenever one of them is replaced)."""
+    return EncoderCore(
+        tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab, tok._whole_ext,
+        int(tok._max_whole_len), tok._pair_tab, tok._pair_filter, tok._res_of, int(tok._units_code), int(tok._unk_id), int(tok._eow_id),
+    )  # fmt: skip
 
 
 def table_state(tok) -> dict[str, np.ndarray]:

@@ -30,6 +30,7 @@ from ..io.arrow import is_arrow
 from . import _kernels as _k
 from . import batch, short_calls, special, tables
 from . import offsets as offsets_module
+from ._core import EncoderCore
 from .batch import BYTES_PER_CHAR, BatchEncoding, SpecialSet
 from .buffers import padded_utf8_of
 from .engine import count_plain, encode_docs, encode_plain
@@ -114,6 +115,7 @@ class Tokenizer:
     _dec_bytes: np.ndarray
     _dec_off: np.ndarray
     _piece_caches_value: PieceCaches
+    _core: EncoderCore  # what the encoder kernels read: the tables above, as one value
     _decode_list: list[bytes | None] | None  # each id's bytes, made by the first short decode
     _special_head: str | None  # the first characters all special tokens share ("": there are none; None: they share none)
     training_stats: dict[str, Any]  # set by train_bpe: corpus bytes, unique words, timings
