@@ -654,7 +654,7 @@ class Tokenizer:
         if type(ids[0]) is bool or min(ids) < 0:  # (bools alone are not ids; a negative one would index from the end)
             return None
         try:
-            return b"".join(map(table.__getitem__, ids))
+            return b"".join(map(table.__getitem__, ids))  # type: ignore[arg-type]  # a None (no token) raises TypeError
         except (IndexError, TypeError):
             return None
 
