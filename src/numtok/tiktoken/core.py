@@ -113,7 +113,11 @@ class Encoding:
         >>> tiktoken.get_encoding("gpt2").encode_ordinary("hello world")
         [31373, 995]
         """
-        return self._tok.encode_ordinary(text).tolist()
+        try:
+            return self._tok.encode_ordinary(text).tolist()
+        except TypeError:
+            _check_str(text)
+            raise
 
     def encode(self, text: str, *, allowed_special: SpecialArg = frozenset(), disallowed_special: DisallowedArg = "all") -> list[int]:
         """Encode a string into tokens; text of a disallowed special token (by default, all of
@@ -147,7 +151,12 @@ class Encoding:
         if not texts:
             return []
         tok = self._tok
-        batch = tok.encode_batch(texts, num_threads=_threads(num_threads), allowed_special=frozenset(), disallowed_special=frozenset())
+        try:
+            batch = tok.encode_batch(texts, num_threads=_threads(num_threads), allowed_special=frozenset(), disallowed_special=frozenset())
+        except TypeError:
+            for t in texts:
+                _check_str(t)
+            raise
         return _split_lists(batch.ids, batch.offsets)
 
     def encode_batch(
@@ -171,9 +180,10 @@ class Encoding:
             batch = self._tok.encode_batch(
                 texts, num_threads=_threads(num_threads), allowed_special=allowed_special, disallowed_special=_as_set(disallowed_special)
             )
-        except ValueError:
+        except (ValueError, TypeError):
             for t in texts:  # the first text in order that holds a disallowed token raises, as in tiktoken
                 self._check_disallowed(t, allowed_special, disallowed_special)
+                _check_str(t)
             raise
         return _split_lists(batch.ids, batch.offsets)
 
@@ -380,9 +390,10 @@ class Encoding:
     def _encode_array(self, text: str, allowed_special, disallowed_special) -> np.ndarray:
         try:
             return self._tok.encode(text, allowed_special=allowed_special, disallowed_special=_as_set(disallowed_special))
-        except ValueError:
-            # numtok found a disallowed token: name it with tiktoken's search and message
+        except (ValueError, TypeError):
+            # numtok found a disallowed token or no str: tiktoken's search and messages say which
             self._check_disallowed(text, allowed_special, disallowed_special)
+            _check_str(text)
             raise
 
     def _check_disallowed(self, text: str, allowed_special, disallowed_special) -> None:
@@ -568,6 +579,11 @@ def _numtok_pattern(pat_str: str) -> str:
     """``pat_str`` as numtok's pattern argument: numtok reads a bare word as a pattern *name*
     ("cl100k"), which to tiktoken is a regex matching that word, so a word is grouped."""
     return f"(?:{pat_str})" if isinstance(pat_str, str) and pat_str.isidentifier() else pat_str
+
+
+def _check_str(text: Any) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"'{type(text).__name__}' object is not an instance of 'str'")
 
 
 def _as_set(tokens: DisallowedArg) -> SpecialArg:
