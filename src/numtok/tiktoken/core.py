@@ -32,6 +32,10 @@ SpecialArg = Literal["all"] | AbstractSet[str]
 DisallowedArg = Literal["all"] | Collection[str]
 
 _U32 = 1 << 32
+# Id arrays at least this long become lists through the table of int objects (Encoding._list);
+# below, ndarray.tolist() is as fast.
+_TABLE_MIN = 128
+_INT_TABLE = np.zeros(0, dtype=object)  # _INT_TABLE[i] is i
 # Rust's char::is_whitespace (Unicode White_Space), used by encode_with_unstable.
 _WHITE_SPACE = frozenset(map(chr, [*range(9, 14), 32, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000]))
 
@@ -114,7 +118,7 @@ class Encoding:
         [31373, 995]
         """
         try:
-            return self._tok.encode_ordinary(text).tolist()
+            return self._list(self._tok.encode_ordinary(text))
         except TypeError:
             _check_str(text)
             raise
@@ -132,7 +136,7 @@ class Encoding:
           ...
         ValueError: Encountered text corresponding to disallowed special token '<|endoftext|>'...
         """
-        return self._encode_array(text, allowed_special, disallowed_special).tolist()
+        return self._list(self._encode_array(text, allowed_special, disallowed_special))
 
     def encode_to_numpy(
         self, text: str, *, allowed_special: SpecialArg = frozenset(), disallowed_special: DisallowedArg = "all"
@@ -157,7 +161,7 @@ class Encoding:
             for t in texts:
                 _check_str(t)
             raise
-        return _split_lists(batch.ids, batch.offsets)
+        return self._split_lists(batch.ids, batch.offsets)
 
     def encode_batch(
         self,
@@ -185,7 +189,7 @@ class Encoding:
                 self._check_disallowed(t, allowed_special, disallowed_special)
                 _check_str(t)
             raise
-        return _split_lists(batch.ids, batch.offsets)
+        return self._split_lists(batch.ids, batch.offsets)
 
     def encode_with_unstable(
         self, text: str, *, allowed_special: SpecialArg = frozenset(), disallowed_special: DisallowedArg = "all"
@@ -386,6 +390,24 @@ class Encoding:
 
     # ------------------------------------------------------------------------------------------
     # internals
+
+    def _list(self, ids: np.ndarray) -> list[int]:
+        """``ids.tolist()``, made faster for long arrays: a long one takes its ints from a table
+        of one int object per id, 0 to 2**18 or more (a copy of references, 2-2.5x faster than making an int per
+        id, and the list is freed faster too)."""
+        if len(ids) < _TABLE_MIN:
+            return ids.tolist()
+        global _INT_TABLE
+        table = _INT_TABLE
+        if len(table) <= self.max_token_value:  # made once per process, shared by every Encoding
+            table = _INT_TABLE = np.array(range(max(self.max_token_value + 1, 1 << 18)), dtype=object)
+        return table.take(ids).tolist()
+
+    def _split_lists(self, ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
+        """One list per text of a batch's flat ids: one conversion for all of them, then slices."""
+        flat = self._list(ids)
+        cuts = offsets.tolist()
+        return [flat[cuts[i] : cuts[i + 1]] for i in range(len(cuts) - 1)]
 
     def _encode_array(self, text: str, allowed_special, disallowed_special) -> np.ndarray:
         try:
@@ -607,12 +629,6 @@ def _threads(num_threads: int | None) -> int | None:
 
     return min(operator.index(num_threads), cores_at_start())
 
-
-def _split_lists(ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
-    """One list per text from a batch's flat ids: one ``tolist`` for all of them, then slices."""
-    flat = ids.tolist()
-    cuts = offsets.tolist()
-    return [flat[cuts[i] : cuts[i + 1]] for i in range(len(cuts) - 1)]
 
 
 def _u32(token: Any) -> int:
