@@ -26,7 +26,8 @@ from .._native.hugepages import empty_written_once
 from ..io.arrow import require_pyarrow, string_arrays, text_slabs
 from . import _kernels as _k
 from .buffers import PAD, padded
-from .engine import _TASK_BYTES, cut_tasks, output_size, run
+from .engine import TASK_BYTES, cut_tasks, output_size, run
+from .special import special_documents
 
 _NULL_HINT = " (pass nulls='empty' to encode nulls as empty texts)"
 
@@ -71,11 +72,9 @@ class _Plan:
     Usually the documents are the texts, made (m, 2) a task at a time from the slab's bounds,
     and each task's ends go straight into the batch's offsets. When a text holds a special
     token, or is long enough to be cut, the documents are made once for the slab: the texts cut
-    by allowed special tokens (``batch.special_documents``) and at ``is_cut`` positions."""
+    by allowed special tokens (``special.special_documents``) and at ``is_cut`` positions."""
 
     def __init__(self, tok, slab, allowed: frozenset, disallowed: frozenset):
-        from .batch import special_documents
-
         self.slab = slab
         self.data = _kernel_view(slab.data)
         self.text_bytes = int(slab.bounds[-1] - slab.bounds[0])
@@ -99,7 +98,7 @@ class _Plan:
         if self.docs is not None:
             return [(a, b) for a, b in cut_tasks(self.docs, threads, chunk) if b > a]
         bounds = self.slab.bounds
-        target = min(_TASK_BYTES, max(chunk // 4, self.text_bytes // (4 * threads) + 1))
+        target = min(TASK_BYTES, max(chunk // 4, self.text_bytes // (4 * threads) + 1))
         cuts = np.searchsorted(bounds, np.arange(int(bounds[0]) + target, int(bounds[-1]), target), side="left")
         edges = np.unique(np.concatenate([[0], cuts, [len(self.slab)]]))
         return list(zip(edges[:-1].tolist(), edges[1:].tolist()))

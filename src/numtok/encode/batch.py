@@ -19,7 +19,7 @@ from .._native.threads import check_num_threads
 from ..io.arrow import check_nulls, is_arrow
 from .buffers import PAD, utf8_of_texts
 from .engine import encode_docs, output_size
-from .special import NO_SPECIAL, disallowed_error, segments, special_sets
+from .special import special_documents, special_sets
 
 SpecialSet = AbstractSet[str] | Literal["all"]
 
@@ -235,30 +235,6 @@ def encode_texts(tok, data: np.ndarray, lens: np.ndarray, allowed: frozenset, di
     docs, doc_special, last = special_documents(tok, data, texts, allowed, disallowed)
     ids, doc_end = encode_docs(tok, data, docs, doc_special, threads, count)
     return ids, doc_end if last is None else doc_end[last]
-
-
-def special_documents(tok, data: np.ndarray, texts: np.ndarray, allowed: frozenset, disallowed: frozenset):
-    """(documents, the special token id after each or -1, the index of each text's last
-    document or None when documents are the texts) of the texts at byte ranges ``texts`` of
-    ``data``: ValueError if one holds a ``disallowed`` special token; ``allowed`` ones cut
-    their text. One scan of the UTF-8 (without the GIL) finds whether there is any; only then
-    is each text looked at."""
-    specials = allowed | disallowed
-    if not specials or not tok._special_lookup.may_contain(data, specials):
-        return texts, NO_SPECIAL, None
-    raw = data.tobytes()
-    bounds = texts.tolist()
-    if disallowed and tok._special_lookup.may_contain(data, disallowed):
-        finder = tok._special_lookup.regex(disallowed)
-        for start, stop in bounds:  # text by text: a token may straddle two texts
-            m = finder.search(raw, start, stop)
-            if m is not None:
-                raise disallowed_error(m.group().decode("utf-8"))
-    parts = [segments(tok, raw[start:stop], allowed, start) for start, stop in bounds]
-    n_docs = np.fromiter((len(p[0]) for p in parts), dtype=np.int64, count=len(parts))
-    docs = np.ascontiguousarray(np.concatenate([p[0] for p in parts])) if parts else texts
-    doc_special = np.concatenate([p[1] for p in parts]) if parts else NO_SPECIAL
-    return docs, doc_special, np.cumsum(n_docs) - 1
 
 
 def not_str_error(texts: Sequence, first: int = 0) -> TypeError:

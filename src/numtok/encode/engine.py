@@ -13,15 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._native.utf8 import utf8_bytes
 from ..pretokenizers import _scanners, split_bytes
 from ..pretokenizers._unicode import class_table
 from . import _kernels as _k
-from .buffers import SHORT_BYTES, in_scratch, padded, padded_utf8_of
 from .output import IdsOut
 from .piece_cache import NO_CACHE
 from .special import NO_SPECIAL
-from .streaming import encode_streamed
 
 # Pieces of at least this many symbols are merged with the heap (O(n log n)); shorter ones
 # with the O(n*m) scan, which is faster when n is small (tiktoken switches at 100 bytes). CJK
@@ -30,7 +27,7 @@ from .streaming import encode_streamed
 HEAP_MIN = 16
 # encode_batch cuts the documents into tasks of about this many bytes (more tasks than
 # threads, so that uneven documents still balance).
-_TASK_BYTES = 1 << 20
+TASK_BYTES = 1 << 20
 # Documents are pre-tokenized and encoded in groups of about this many bytes (within a group,
 # a named pattern's pieces a batch at a time: encode_scanned).
 CHUNK_BYTES = 1 << 18
@@ -115,46 +112,6 @@ def ids_out(tok, nbytes: int, n_docs: int, count: bool = False, likely_bytes: in
     return IdsOut(nbytes, n_docs, 2 if tok._eow_id >= 0 else 1, count, likely_bytes)
 
 
-def encode_plain(tok, text: str) -> np.ndarray:
-    """Ids of one text with no special tokens to find. A named pattern's text that fits one
-    chunk is split and encoded in one kernel call, from this thread's scratch buffer if it
-    is short (allocating a padded array cost ~1 us, a sixth of such a call)."""
-    ids = tok._short.encode(text)
-    if ids is not None:
-        return ids
-    if tok._scanner_id >= 0 and len(text) <= SHORT_BYTES:
-        raw = utf8_bytes(text)
-        n = len(raw)
-        return encode_whole(tok, in_scratch(raw) if n <= SHORT_BYTES else padded(raw), n)
-    if tok._cuttable and len(text) > tok._chunk_bytes:
-        ids = encode_streamed(tok, text)
-        if ids is not None:
-            return ids
-    data = padded_utf8_of(text)
-    if tok._scanner_id >= 0 and len(data) <= tok._chunk_bytes:
-        return encode_whole(tok, data, len(data))
-    docs = np.array([[0, len(data)]], dtype=np.int64)
-    ids, _ = encode_docs(tok, data, docs, NO_SPECIAL, 1)
-    return ids
-
-
-def encode_whole(tok, data: np.ndarray, n: int) -> np.ndarray:
-    """Ids of the text ``data[:n]`` (padded; named pattern), split and encoded in one
-    kernel call."""
-    piece_cache = tok._piece_caches.take(n)
-    try:
-        status, ids, pos = _k.ENCODE_TEXT[tok._scanner_id](
-            data, n, class_table(), tok._core, piece_cache, tok._heap_min,
-        )  # fmt: skip
-    finally:
-        tok._piece_caches.give(piece_cache)
-    if status == _k.ST_NO_SYMBOL:
-        raise ValueError(tok._no_symbol_message(data[:n], pos))
-    if status != _k.ST_DONE:  # pragma: no cover - the kernel sizes its output for the worst case
-        raise AssertionError("output buffer bound exceeded")
-    return ids
-
-
 def encode_range(tok, data: np.ndarray, start: int, stop: int, out: IdsOut, k: int, piece_cache: np.ndarray) -> int:
     """Encode the text ``data[start:stop]`` of a named pattern (padded, or followed by more
     text) into ``out`` from position ``k`` (growing it); returns the new end of its ids."""
@@ -179,23 +136,6 @@ def encode_scanned(tok, data, docs, doc_special, doc_end, out: IdsOut, k: int, p
         docs = docs[d:].copy()
         docs[0, 0] = pos
         doc_special, doc_end = doc_special[d:], doc_end[d:]
-
-
-def count_plain(tok, text: str) -> int:
-    """The number of ids of one text with no special tokens to find. A text longer than a
-    chunk is counted with no id array (``CountSink``), streamed a block at a time where it can
-    be; a shorter one is encoded (one kernel call) and its ids counted: counting those without
-    an array was no faster (the ids of a chunk are a few hundred KB at most)."""
-    if len(text) <= tok._chunk_bytes:
-        return len(encode_plain(tok, text))
-    if tok._cuttable:
-        n = encode_streamed(tok, text, count=True)
-        if n is not None:
-            return n
-    data = padded_utf8_of(text)
-    docs = np.array([[0, len(data)]], dtype=np.int64)
-    _, doc_end = encode_docs(tok, data, docs, NO_SPECIAL, 1, count=True)
-    return int(doc_end[0])
 
 
 def run_groups(tok, data, docs, doc_special, spans, groups, out, doc_end, caches, strict) -> int:
@@ -276,7 +216,7 @@ def cut_tasks(docs: np.ndarray, threads: int, chunk: int, by_chunk: bool = False
     elif threads == 1:
         return [(0, n)]
     else:
-        target = min(_TASK_BYTES, max(chunk // 4, total // (4 * threads) + 1))
+        target = min(TASK_BYTES, max(chunk // 4, total // (4 * threads) + 1))
     if total <= target:
         return [(0, n)]
     ends = np.cumsum(sizes)

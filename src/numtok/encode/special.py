@@ -58,6 +58,30 @@ def segments(tok, data, allowed: frozenset, base: int) -> tuple[np.ndarray, np.n
     return np.ascontiguousarray(docs), np.array(specials, dtype=np.int64)
 
 
+def special_documents(tok, data: np.ndarray, texts: np.ndarray, allowed: frozenset, disallowed: frozenset):
+    """(documents, the special token id after each or -1, the index of each text's last
+    document or None when documents are the texts) of the texts at byte ranges ``texts`` of
+    ``data``: ValueError if one holds a ``disallowed`` special token; ``allowed`` ones cut
+    their text. One scan of the UTF-8 (without the GIL) finds whether there is any; only then
+    is each text looked at."""
+    specials = allowed | disallowed
+    if not specials or not tok._special_lookup.may_contain(data, specials):
+        return texts, NO_SPECIAL, None
+    raw = data.tobytes()
+    bounds = texts.tolist()
+    if disallowed and tok._special_lookup.may_contain(data, disallowed):
+        finder = tok._special_lookup.regex(disallowed)
+        for start, stop in bounds:  # text by text: a token may straddle two texts
+            m = finder.search(raw, start, stop)
+            if m is not None:
+                raise disallowed_error(m.group().decode("utf-8"))
+    parts = [segments(tok, raw[start:stop], allowed, start) for start, stop in bounds]
+    n_docs = np.fromiter((len(p[0]) for p in parts), dtype=np.int64, count=len(parts))
+    docs = np.ascontiguousarray(np.concatenate([p[0] for p in parts])) if parts else texts
+    doc_special = np.concatenate([p[1] for p in parts]) if parts else NO_SPECIAL
+    return docs, doc_special, np.cumsum(n_docs) - 1
+
+
 def disallowed_error(token: str) -> ValueError:
     return ValueError(
         f"the text contains the disallowed special token {token!r}; pass "

@@ -9,6 +9,7 @@ import numpy as np
 from .._native import pystr as _pystr
 from .._native.utf8 import contains_any
 from ..pretokenizers import _scanners
+from . import engine
 from .buffers import PAD, padded
 
 
@@ -54,7 +55,7 @@ def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = 
             if stop < 0:
                 return None
             if out is None:  # sized for the whole text at the first block's bytes a character
-                out = _engine().ids_out(tok, n * width, 1, count, likely_bytes=-(-stop * n // last))
+                out = engine.ids_out(tok, n * width, 1, count, likely_bytes=-(-stop * n // last))
             # The carried bytes are searched again: a token that runs past this block's end
             # is whole in the next one (it has no cut inside, see _block_needles).
             if needles is not None and contains_any(buf, stop, *needles):
@@ -65,7 +66,7 @@ def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = 
                 carry = stop
                 continue
             buf[stop : stop + PAD] = 0
-            k = _engine().encode_range(tok, buf[:stop], 0, cut, out, k, caches[0])
+            k = engine.encode_range(tok, buf[:stop], 0, cut, out, k, caches[0])
             caches[0] = tok._piece_caches.check(caches[0], cut)
             carry = stop - cut
             buf[:carry] = buf[cut:stop]
@@ -89,7 +90,7 @@ def _encode_in_place(tok, data: np.ndarray, needles: tuple | None, count: bool) 
     only read."""
     n = len(data)
     block = 2 * tok._chunk_bytes
-    out = _engine().ids_out(tok, n, 1, count)
+    out = engine.ids_out(tok, n, 1, count)
     caches = [tok._piece_caches.take(n)]
     k = start = 0
     safe = n - _TAIL_BYTES  # no block of the text in place ends past this
@@ -104,13 +105,13 @@ def _encode_in_place(tok, data: np.ndarray, needles: tuple | None, count: bool) 
                 break
             if needles is not None and contains_any(data[start:], cut - start, *needles):
                 return None
-            k = _engine().encode_range(tok, data, start, cut, out, k, caches[0])
+            k = engine.encode_range(tok, data, start, cut, out, k, caches[0])
             caches[0] = tok._piece_caches.check(caches[0], cut - start)
             start = cut
         tail = padded(data[start:])
         if needles is not None and contains_any(tail, len(tail), *needles):
             return None
-        k = _engine().encode_range(tok, tail, 0, len(tail), out, k, caches[0])
+        k = engine.encode_range(tok, tail, 0, len(tail), out, k, caches[0])
     finally:
         tok._piece_caches.give(caches[0])
     return _result(out, k, count)
@@ -118,9 +119,3 @@ def _encode_in_place(tok, data: np.ndarray, needles: tuple | None, count: bool) 
 
 def _result(out, k: int, count: bool) -> np.ndarray | int:
     return k if count else out.result(k)
-
-
-def _engine():
-    from . import engine  # engine calls this module for long texts; the import runs once
-
-    return engine

@@ -33,8 +33,9 @@ from . import offsets as offsets_module
 from ._core import EncoderCore
 from .batch import BYTES_PER_CHAR, BatchEncoding, SpecialSet
 from .buffers import padded_utf8_of
-from .engine import count_plain, encode_docs, encode_plain
+from .engine import encode_docs
 from .piece_cache import PieceCaches
+from .plain import count_plain, encode_plain
 from .streaming import encode_streamed
 
 __all__ = ["Tokenizer", "BatchEncoding"]
