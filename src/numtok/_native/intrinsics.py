@@ -178,6 +178,32 @@ def address_array(typingctx, address, n, dtype):
 
 
 @intrinsic
+def address_rows(typingctx, address, rows, cols, dtype):
+    """:func:`address_array` as a C-contiguous ``(rows, cols)`` array (a reshape would call
+    into Numba's helper library on every call)."""
+    if not all(isinstance(t, types.Integer) for t in (address, rows, cols)) or not isinstance(dtype, types.NumberClass):
+        return None
+    unit = dtype.instance_type
+    arrty = types.Array(unit, 2, "C")
+    sig = arrty(address, rows, cols, dtype)
+
+    def codegen(context, builder, signature, args):
+        from numba.np.arrayobj import make_array, populate_array
+
+        ary = make_array(arrty)(context, builder)
+        unit_type = context.get_data_type(unit)
+        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(unit_type))
+        data = builder.inttoptr(args[0], unit_type.as_pointer())
+        n_rows = context.cast(builder, args[1], signature.args[1], types.intp)
+        n_cols = context.cast(builder, args[2], signature.args[2], types.intp)
+        strides = [builder.mul(n_cols, itemsize), itemsize]
+        populate_array(ary, data=data, shape=[n_rows, n_cols], strides=strides, itemsize=itemsize, meminfo=None)
+        return ary._getvalue()
+
+    return sig, codegen
+
+
+@intrinsic
 def read_only(typingctx, arr):
     """``arr`` typed as a read-only array: the same memory, no copy. Numba compiles a kernel
     once per argument type, and read-only is a type of its own; kernels that only read text

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._native.intrinsics import address_array, address_view, read_only
+from .._native.intrinsics import address_array, address_rows, address_view, read_only
 from .._native.jit import cached_njit
 from .._native.pystr import utf8_at, utf8_bound_at
 from .._native.utf8 import PAD
@@ -88,10 +88,10 @@ def _short_kernel(scanner: int):
         for i in range(n, n + PAD):
             buffer[i] = 0
         data = address_array(c[TEXT], n, np.uint8)
-        docs = _i64(c, DOCS).reshape((1, 2))
+        docs = address_rows(c[DOCS], 1, 2, np.int64)
         docs[0, 0] = 0
         docs[0, 1] = n
-        spans = _i64(c, SPANS).reshape((-1, 2))  # room for a piece a byte
+        spans = address_rows(c[SPANS], c[SPANS + 1] >> 1, 2, np.int64)  # room for a piece a byte
         m, _, _ = scan_into(scanner, read_only(data), docs, address_view(c[FLAGS], c[FLAGS + 1], np.uint8), spans, zero, zero)
         part = spans[:m]
         whole_tab = _u64(c, WHOLE_TAB)
