@@ -89,6 +89,8 @@ class ShortCalls:
         try:
             address, ids, _ = self._local.state
         except AttributeError:
+            if not isinstance(text, str) or len(text) > SHORT_BYTES:  # no context (and cache) for what it cannot take
+                return None
             address, ids, _ = self._open()
         k = self._enter(address, id(text))
         if k >= 0:
@@ -101,6 +103,8 @@ class ShortCalls:
         try:
             address, _, _ = self._local.state
         except AttributeError:
+            if not isinstance(text, str) or len(text) > SHORT_BYTES:
+                return None
             address, _, _ = self._open()
         k = self._enter(address, id(text))
         return k if k >= 0 else self._after(k)
