@@ -140,3 +140,15 @@ def test_no_private_name_is_imported_from_another_module():
                 if private and f"{source}.{name}" not in modules:
                     reach_ins.append(f"{path.relative_to(root)} imports {name} from {source}")
     assert reach_ins == []
+
+
+def test_type_checkers_see_every_lazy_export():
+    """The ``if TYPE_CHECKING:`` imports of numtok/__init__.py name exactly the lazy exports,
+    each from the module ``__getattr__`` imports it from."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(numtok.__file__).read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    seen = {a.name: node.module for node in block.body if isinstance(node, ast.ImportFrom) for a in node.names}
+    assert seen == numtok._EXPORTS

@@ -17,8 +17,12 @@ import os
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from .io.shards import DEFAULT_SHARD_TOKENS
+
+if TYPE_CHECKING:
+    from .encode.tokenizer import Tokenizer
 
 __all__ = ["main"]
 
@@ -247,7 +251,7 @@ def _say(args, text: str) -> None:
 # tokenizer resolution
 
 
-def load_tokenizer(spec: str):
+def load_tokenizer(spec: str) -> Tokenizer:
     """A Tokenizer from a bundled name, a tokenizer.json, a .tiktoken file or a directory."""
     from .encode.from_spec import load_tokenizer as load  # here: `numtok --help` imports no Numba
 

@@ -23,8 +23,12 @@ import operator
 import os
 import socket
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from .train.word_counts import WordCounts, count_words
+
+if TYPE_CHECKING:
+    from .encode.tokenizer import Tokenizer
 
 __all__ = ["train_bpe", "encode_files"]
 
@@ -47,7 +51,7 @@ def _default_client(client):
 # -- training ---------------------------------------------------------------------------------
 
 
-def train_bpe(source, vocab_size: int, *, client=None, partition_bytes: int = DEFAULT_PARTITION_BYTES, **options):
+def train_bpe(source, vocab_size: int, *, client=None, partition_bytes: int = DEFAULT_PARTITION_BYTES, **options) -> Tokenizer:
     """Train a byte-level BPE tokenizer on a Dask cluster; equal to :func:`numtok.train_bpe`.
 
     Args:
@@ -121,6 +125,7 @@ def _count_tasks(client, source, counting: dict, partition_bytes: int) -> list:
 
 
 def _dask_collection_types():
+    Bag: type | None
     try:
         from dask.bag import Bag
     except ImportError:  # pragma: no cover (dask.bag ships with dask)

@@ -213,7 +213,7 @@ class KernelCache(caching.Cache):
     """Numba's per-function cache with the locations, stamp and damage rules above, and the
     entries a release wheel carries for this CPU's level (:mod:`.precompiled`)."""
 
-    _impl_class = _Impl
+    _impl_class = _Impl  # type: ignore[assignment]  # numba types the base attribute as None
 
     def __init__(self, py_func):
         super().__init__(py_func)

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._native.threads import usable_cores
 from ..progress import Progress
-from .documents import DEFAULT_CHUNK_BYTES, TXT_DOCS, AnySegment, ArrowSegment, iter_documents
+from .documents import DEFAULT_CHUNK_BYTES, TXT_DOCS, AnySegment, ArrowSegment, Segment, iter_documents
 from .shards import DEFAULT_SHARD_TOKENS, ShardWriter
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def encode_files(
 
     def encode(texts: Any) -> BatchEncoding:  # a list of str, or an Arrow string array
         if allow_special:
-            return tok.encode_batch(texts, num_threads=threads, allowed_special="all", disallowed_special=())
+            return tok.encode_batch(texts, num_threads=threads, allowed_special="all", disallowed_special=frozenset())
         return tok.encode_ordinary_batch(texts, num_threads=threads)
 
     started = time.perf_counter()
@@ -150,7 +150,8 @@ def encode_files(
             out.write(_npy_header(ids_dtype, 0))
         pending: tuple[Future, list[AnySegment]] | None = None  # the previous batch encodes while this one is read
         for batch in _batches(segments, chunk_bytes):
-            future = pool.submit(encode, batch[0].array if isinstance(batch[0], ArrowSegment) else [s.text for s in batch])
+            first = batch[0]
+            future = pool.submit(encode, first.array if isinstance(first, ArrowSegment) else [s.text for s in batch if isinstance(s, Segment)])
             if pending is not None:
                 n, d = _write_batch(out, *pending, eot_token, ids_dtype, n_docs)
                 n_tokens, n_docs = n_tokens + n, n_docs + d

@@ -17,7 +17,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator, cast
 
 import numpy as np
 
@@ -104,6 +104,7 @@ def _iter_text_chunks(items: Iterator, chunk_bytes: int) -> Iterator[TextChunk]:
     size = 0
     consumed = 0
     for item in items:
+        texts: list | tuple
         if isinstance(item, str):
             texts = (item,)
         elif isinstance(item, (list, tuple)):
@@ -132,8 +133,9 @@ def chunk_from_parts(parts: list[bytes], consumed: int) -> TextChunk:
     return TextChunk(data, docs[lengths > 0], consumed)
 
 
-def open_binary(path: str):
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+def open_binary(path: str) -> BinaryIO:
+    """``path`` opened for reading bytes, decompressed if it ends in ``.gz``."""
+    return cast(BinaryIO, gzip.open(path, "rb")) if path.endswith(".gz") else open(path, "rb")
 
 
 def _iter_path_chunks(paths: list[str], chunk_bytes: int, field: str) -> Iterator[TextChunk]:
@@ -321,6 +323,7 @@ def _iter_parquet_file(path: str, chunk_bytes: int, field: str) -> Iterator[Text
     from .parquet import parquet_batches
 
     first = 0
+    column: Any
     for column, consumed in parquet_batches(path, field, target_bytes=chunk_bytes):
         for chunk in _iter_arrow_chunks(string_arrays(column), chunk_bytes, f"{path}: column {field!r}: ", first):
             chunk.consumed = consumed

@@ -6,10 +6,12 @@ The writers in this package take any object with numtok's Tokenizer attributes (
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["attr", "is_rank_mode", "mergeable_vocab", "require_byte_level", "merges_of", "merges_from_ranks", "tokenizer_info"]
 
 
-def attr(tok, name: str, default=None):
+def attr(tok: Any, name: str, default: Any = None) -> Any:
     return getattr(tok, name, default)
 
 
@@ -58,7 +60,7 @@ def merges_from_ranks(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     >>> merges_from_ranks({b"a": 0, b"b": 1, b"ab": 2, b"aab": 3})
     [(b'a', b'b'), (b'a', b'ab')]
     """
-    out = []
+    out: list[tuple[bytes, bytes]] = []
     for token, _ in sorted(ranks.items(), key=lambda kv: kv[1]):
         if len(token) > 1:
             out.extend((token[:i], token[i:]) for i in range(1, len(token)) if token[:i] in ranks and token[i:] in ranks)

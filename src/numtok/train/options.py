@@ -43,7 +43,7 @@ class TrainOptions:
 
     @classmethod
     def check(cls, vocab_size, pattern=None, special_tokens=(), min_frequency=0, max_token_length=None,
-              tie_break="hf", alphabet="bytes", units="bytes", unk_token=None, end_of_word=None, base=None):
+              tie_break="hf", alphabet="bytes", units="bytes", unk_token=None, end_of_word=None, base=None) -> TrainOptions:
         self = cls()
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
             raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
@@ -76,7 +76,7 @@ class TrainOptions:
             isinstance(max_token_length, bool) or not isinstance(max_token_length, (int, np.integer)) or max_token_length < 1
         ):
             raise ValueError(f"max_token_length must be a positive int or None, got {max_token_length!r}")
-        self.max_token_length = max_token_length
+        self.max_token_length = None if max_token_length is None else int(max_token_length)
         if tie_break not in TIE_BREAKS:
             raise ValueError(f"unknown tie_break {tie_break!r}; choose one of {', '.join(TIE_BREAKS)}")
         self.tie_break = tie_break

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from .counting import count_chunks
 from .options import TrainOptions
 from .word_counts import WordCounts
 from .words import WordCounter
+
+if TYPE_CHECKING:
+    from ..encode.tokenizer import Tokenizer
 
 __all__ = ["train_bpe", "train_bpe_from_counts", "byte_level_order"]
 
@@ -60,7 +63,7 @@ def train_bpe(
     end_of_word: str | None = None,
     field: str = "text",
     base=None,
-):
+) -> Tokenizer:
     """Train a byte-level BPE tokenizer on a corpus, from bytes or on top of ``base``.
 
     Args:
@@ -135,7 +138,7 @@ def train_bpe(
     return _train_from_counter(holder, options, show_progress, started, corpus_bytes)
 
 
-def train_bpe_from_counts(counts: WordCounts | Mapping, vocab_size: int, **options):
+def train_bpe_from_counts(counts: WordCounts | Mapping, vocab_size: int, **options) -> Tokenizer:
     """Train on pre-counted words: a :class:`numtok.WordCounts` (from :func:`numtok.count_words`,
     possibly summed over shards) or a mapping ``{word (str | bytes): count}``. Words are not
     split again.
