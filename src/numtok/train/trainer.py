@@ -124,7 +124,7 @@ def train_bpe(
     >>> small = train_bpe(["low lower lowest"] * 3, 258)
     >>> more = train_bpe(["newer newest"] * 3, 262, base=small)
     >>> more.merges[:2] == small.merges, more.merges[2:]
-    (True, [(b'n', b'e'), (b'ne', b'w')])
+    (True, [(b'e', b'w'), (b'n', b'ew'), (b'new', b'e'), (b's', b't')])
     """
     options = TrainOptions.check(vocab_size, pattern, special_tokens, min_frequency, max_token_length,
                              tie_break, alphabet, units, unk_token, end_of_word, base)
