@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test suite on the lowest NumPy and Numba that pyproject.toml accepts, in a fresh venv:
-# their lower bounds in [project] dependencies become pins (the newest patch release of that
+# their lower bounds (and pyarrow's) become pins (the newest patch release of that
 # minor version, in a constraints file), and the test extra is resolved around them. Arguments go to pytest (default: the default suite).
 #   bash tools/test_lowest.sh                      # the whole default suite
 #   bash tools/test_lowest.sh tests/test_encode.py # a part of it
@@ -11,9 +11,10 @@ python3 -m venv --clear "$venv"
 constraints="$venv/lowest.txt"
 python3 - > "$constraints" <<'PY'
 import re, tomllib
-deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
-for dep in deps:
-    if not dep.startswith(("numpy", "numba")):
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+# pyarrow too: its newest releases need NumPy 2, its lowest supported one (the arrow extra's) does not.
+for dep in project["dependencies"] + project["optional-dependencies"]["arrow"]:
+    if not dep.startswith(("numpy", "numba", "pyarrow")):
         continue
     name, low = re.match(r"([A-Za-z0-9_.-]+).*?>=\s*([0-9][^,;\s]*)", dep).groups()
     print(f"{name}=={low}.*" if low.count(".") < 2 else f"{name}=={low}")
