@@ -247,10 +247,6 @@ def _say(args, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
-# ---------------------------------------------------------------------------------------------
-# tokenizer resolution
-
-
 def load_tokenizer(spec: str) -> Tokenizer:
     """A Tokenizer from a bundled name, a tokenizer.json, a .tiktoken file or a directory."""
     from .encode.from_spec import load_tokenizer as load  # here: `numtok --help` imports no Numba
