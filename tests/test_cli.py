@@ -149,6 +149,7 @@ def test_safe_cut_rule_never_splits_a_piece(pattern):
 
     import regex
 
+    from numtok.io.documents import safe_cut
     from numtok.pretokenizers.patterns import NAMED_PATTERNS
 
     compiled = regex.compile(NAMED_PATTERNS[pattern])
@@ -159,12 +160,12 @@ def test_safe_cut_rule_never_splits_a_piece(pattern):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(2, 24)))
         raw = text.encode("utf-8")
         whole = [m.group() for m in compiled.finditer(text)]
-        c = cli._safe_cut(raw, 1)
+        c = safe_cut(raw, 1)
         while c > 0:
             left, right = raw[:c].decode("utf-8"), raw[c:].decode("utf-8")
             parts = [m.group() for m in compiled.finditer(left)] + [m.group() for m in compiled.finditer(right)]
             assert parts == whole, (text, c)
-            c = cli._safe_cut(raw[:c], 1)
+            c = safe_cut(raw[:c], 1)
 
 
 def test_tokenizer_sources(trained, tmp_path, capsys):

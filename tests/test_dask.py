@@ -219,17 +219,17 @@ class _DieWhileEncoding(distributed.WorkerPlugin):
     """Every worker (restarted ones too) dies in the middle of writing an output."""
 
     def setup(self, worker):
-        import numtok.cli
+        import numtok.io.encode_files
 
-        def die(args, tokenizer=None):
+        def die(inputs, tok, output, **options):
             from numtok.io.atomic import atomic_write
 
-            with atomic_write(args.output) as f:
+            with atomic_write(output) as f:
                 f.write(b"partial")
                 f.flush()
                 os._exit(1)
 
-        numtok.cli.cmd_encode = die
+        numtok.io.encode_files.encode_files = die
 
 
 @pytest.mark.slow  # a cluster of its own and two worker restarts

@@ -81,17 +81,21 @@ def test_docstring_examples_of_every_module():
 
 # Stages from the bottom up: a module may import its own stage and the stages below it.
 _STAGE_RANK = {
-    "_native": 0, "progress": 0, "pretokenizers": 1, "io": 2, "encode": 3, "train": 4, "wordpiece": 5,
-    "cli": 6, "dask": 6, "precompile": 6, "tiktoken": 6,
+    "_native": 0, "progress": 0, "pretokenizers": 1, "io": 2, "encode": 3, "train": 4, "wordpiece": 5, "demo": 6,
+    "cli": 7, "dask": 7, "precompile": 7, "tiktoken": 7,
 }  # fmt: skip
 
 
 def _relative_imports(path):
-    """(level, module, names) of every relative import in a file, those inside functions too."""
+    """(level, module, names) of every relative import in a file, those inside functions too;
+    not those under ``if TYPE_CHECKING:`` (read by type checkers only, they run no code)."""
     import ast
 
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and ast.unparse(block.test).endswith("TYPE_CHECKING")
+                   for n in ast.walk(block)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level and id(node) not in typing_only:
             yield node.level, node.module or "", [a.name for a in node.names]
 
 
@@ -115,3 +119,38 @@ def test_stages_import_only_downwards_and_kernels_import_no_policy():
                 if path.name.startswith("_") and not path.name.startswith("__") and stage == own and len(target) > 1:
                     # a kernel module reads only other private modules of its stage
                     assert target[-1].startswith("_") or stage == "_native", f"{path.relative_to(root)} imports {'.'.join(target)}"
+
+
+def test_no_private_name_is_imported_from_another_module():
+    """A name with one leading underscore belongs to its module: another module that needs it
+    gets a public name (import-linter checks circles and stages; this checks reach-ins). Private
+    modules (``_kernels``, ``_heap``, ...) are not names: importing them is the stage rule's
+    business."""
+    from pathlib import Path
+
+    root = Path(numtok.__file__).parent
+    modules = {".".join(p.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__") for p in root.rglob("*.py")}
+    reach_ins = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+        for level, module, names in _relative_imports(path):
+            base = list(package[: len(package) - (level - 1)])
+            source = ".".join(base + ([module] if module else []))
+            for name in names:
+                private = name.startswith("_") and not name.startswith("__")
+                if private and f"{source}.{name}" not in modules:
+                    reach_ins.append(f"{path.relative_to(root)} imports {name} from {source}")
+    assert reach_ins == []
+
+
+def test_type_checkers_see_every_lazy_export():
+    """The ``if TYPE_CHECKING:`` imports of numtok/__init__.py name exactly the lazy exports,
+    each from the module ``__getattr__`` imports it from."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(numtok.__file__).read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    seen = {a.name: node.module for node in block.body if isinstance(node, ast.ImportFrom) for a in node.names}
+    assert seen == numtok._EXPORTS

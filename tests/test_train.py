@@ -204,8 +204,9 @@ def test_text_files_read_in_chunks_give_every_line_once(tmp_path_factory, parts,
 
 def test_chunked_two_thread_counting_is_exact(sample_text):
     from numtok.train import trainer
+    from numtok.train.options import TrainOptions
 
-    opts = trainer._Options.check(300)
+    opts = TrainOptions.check(300)
     lines = sample_text.splitlines(keepends=True)
     counter, _ = trainer._count_words(lines, opts, False, 2)
     expected = pretokenize_naive(lines, NAMED_PATTERNS["gpt2"])

@@ -9,8 +9,26 @@
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# What type checkers see (``X as X``: a re-export); at run time __getattr__ imports each on first use.
+if TYPE_CHECKING:
+    from .encode.batch import BatchEncoding as BatchEncoding
+    from .encode.registry import list_encodings as list_encodings
+    from .encode.registry import load as load
+    from .encode.tokenizer import Tokenizer as Tokenizer
+    from .precompile import warmup as warmup
+    from .pretokenizers import pretokenize as pretokenize
+    from .pretokenizers import split_bytes as split_bytes
+    from .pretokenizers.patterns import NAMED_PATTERNS as NAMED_PATTERNS
+    from .train.trainer import train_bpe as train_bpe
+    from .train.trainer import train_bpe_from_counts as train_bpe_from_counts
+    from .train.word_counts import WordCounts as WordCounts
+    from .train.word_counts import count_words as count_words
+    from .wordpiece import WordPiece as WordPiece
+    from .wordpiece import train_wordpiece as train_wordpiece
 
 # Public names and the module that defines each. Modules are imported on first use, so
 # `import numtok` stays cheap and a tool that needs only one part pays only for that part.
@@ -35,7 +53,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module_name = _EXPORTS.get(name)
     if module_name is None:
         raise AttributeError(f"module 'numtok' has no attribute {name!r}")
@@ -44,5 +62,5 @@ def __getattr__(name: str):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(list(globals()) + __all__)

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import io
 import operator
 import os
 import socket
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from .train.word_counts import WordCounts, count_words
+
+if TYPE_CHECKING:
+    from .encode.tokenizer import Tokenizer
 
 __all__ = ["train_bpe", "encode_files"]
 
@@ -48,7 +51,7 @@ def _default_client(client):
 # -- training ---------------------------------------------------------------------------------
 
 
-def train_bpe(source, vocab_size: int, *, client=None, partition_bytes: int = DEFAULT_PARTITION_BYTES, **options):
+def train_bpe(source, vocab_size: int, *, client=None, partition_bytes: int = DEFAULT_PARTITION_BYTES, **options) -> Tokenizer:
     """Train a byte-level BPE tokenizer on a Dask cluster; equal to :func:`numtok.train_bpe`.
 
     Args:
@@ -73,13 +76,14 @@ def train_bpe(source, vocab_size: int, *, client=None, partition_bytes: int = DE
         ValueError: what :func:`numtok.train_bpe` raises for bad options or input, and no client.
         distributed.KilledWorker: a task whose workers kept dying.
     """
-    from .train.trainer import _Options, train_bpe_from_counts
+    from .train.options import TrainOptions
+    from .train.trainer import train_bpe_from_counts
 
     client = _default_client(client)
     options.pop("show_progress", None)
     num_threads = options.pop("num_threads", None) or 1
     field = options.pop("field", "text")
-    checked = _Options.check(vocab_size, **options)  # bad options fail here, before any work
+    checked = TrainOptions.check(vocab_size, **options)  # bad options fail here, before any work
     counting = dict(pattern=checked.pattern, special_tokens=tuple(checked.special_tokens), field=field, num_threads=num_threads)
     parts = _count_tasks(client, source, counting, partition_bytes)
     if not parts:
@@ -121,6 +125,7 @@ def _count_tasks(client, source, counting: dict, partition_bytes: int) -> list:
 
 
 def _dask_collection_types():
+    Bag: type | None
     try:
         from dask.bag import Bag
     except ImportError:  # pragma: no cover (dask.bag ships with dask)
@@ -171,7 +176,7 @@ def _missing_on_worker(path: str) -> FileNotFoundError:
 
 def _count_file(path: str, start: int, end: int | None, counting: dict) -> WordCounts:
     """Task: the WordCounts of one file, or of the lines starting in [start, end) of it."""
-    from .train.trainer import _count_chunks
+    from .train.counting import count_chunks
 
     if not os.path.isfile(path):
         raise _missing_on_worker(path)
@@ -185,8 +190,8 @@ def _count_file(path: str, start: int, end: int | None, counting: dict) -> WordC
     from .io.file_ranges import iter_range_chunks
 
     chunks = iter_range_chunks(path, start, end, special_tokens=specials, field=counting["field"])
-    counter, corpus_bytes = _count_chunks(chunks, pattern, None, False, counting["num_threads"])
-    return WordCounts._from_counter(counter, pattern, specials, corpus_bytes)
+    counter, corpus_bytes = count_chunks(chunks, pattern, None, False, counting["num_threads"])
+    return WordCounts.from_counter(counter, pattern, specials, corpus_bytes)
 
 
 def _parquet_texts(path: str, field: str):
@@ -220,16 +225,17 @@ def _count_column(column, counting: dict) -> WordCounts:
 
 # -- encoding ---------------------------------------------------------------------------------
 
-# Keyword -> `numtok encode` flag (None: a switch).
-_ENCODE_FLAGS = {"dtype": "--dtype", "eot": "--eot", "no_eot": None, "txt_docs": "--txt-docs", "field": "--field",
-                 "allow_special": None, "num_threads": "--threads", "chunk_mb": "--chunk-mb"}
+# The keywords of encode_files, checked here before any task runs: a switch takes a bool, the
+# others their type (None: the default).
+_ENCODE_OPTIONS: dict[str, type] = {"dtype": str, "eot": str, "no_eot": bool, "txt_docs": str, "field": str,
+                                    "allow_special": bool, "num_threads": int, "chunk_mb": int}
 
 
 def encode_files(paths, tokenizer, out_dir, *, client=None, **options) -> list[str]:
     """Encode each input file into ``out_dir/<input file name>.bin`` on a Dask cluster.
 
-    Each output is byte for byte ``numtok encode -t TOKENIZER FILE -o OUT.bin`` (the command's
-    code runs in the worker), written atomically. Outputs already present are skipped, so a
+    Each output is byte for byte ``numtok encode -t TOKENIZER FILE -o OUT.bin`` (both run
+    :func:`numtok.io.encode_files.encode_files`), written atomically. Outputs already present are skipped, so a
     rerun after a crash does only what is left; delete an output to redo it.
 
     Args:
@@ -257,7 +263,7 @@ def encode_files(paths, tokenizer, out_dir, *, client=None, **options) -> list[s
     from .encode.tokenizer import Tokenizer
 
     client = _default_client(client)
-    flags = _encode_flags(options)
+    checked = _encode_options(options)
     inputs = _expand(paths)
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
@@ -274,7 +280,7 @@ def encode_files(paths, tokenizer, out_dir, *, client=None, **options) -> list[s
     else:
         raise TypeError(f"tokenizer must be a numtok.Tokenizer or a name/path, not {type(tokenizer).__name__}")
     todo = [(src, out) for src, out in zip(inputs, outputs) if not os.path.exists(out)]
-    futures = [client.submit(_encode_file, src, out, tok, flags, pure=False) for src, out in todo]
+    futures = [client.submit(_encode_file, src, out, tok, checked, pure=False) for src, out in todo]
     try:
         wait(futures)
         client.gather(futures)  # raises the first task's error
@@ -285,50 +291,50 @@ def encode_files(paths, tokenizer, out_dir, *, client=None, **options) -> list[s
     return outputs
 
 
-def _encode_flags(options: dict) -> list[str]:
-    """The ``numtok encode`` arguments for ``options``, checked by the command's own parser."""
-    from .cli import build_parser
+def _encode_options(options: dict) -> dict:
+    """``options`` as :func:`numtok.io.encode_files.encode_files` keywords, checked."""
+    from .io.documents import TXT_DOCS
 
-    unknown = sorted(set(options) - set(_ENCODE_FLAGS))
+    unknown = sorted(set(options) - set(_ENCODE_OPTIONS))
     if unknown:
-        raise TypeError(f"unknown encode option(s) {', '.join(unknown)}; known: {', '.join(_ENCODE_FLAGS)}")
-    flags: list[str] = []
-    for key, value in options.items():
-        flag = _ENCODE_FLAGS[key]
-        if flag is None:
-            if not isinstance(value, bool):
-                raise TypeError(f"{key} must be True or False, not {value!r}")
-            if value:
-                flags.append("--" + key.replace("_", "-"))
-        elif value is not None:
-            flags += [flag, str(value)]
-    errors = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(errors):
-            build_parser().parse_args(["encode", "-t", "x", "x", "-o", "x", *flags])
-    except SystemExit:
-        message = errors.getvalue().strip().removeprefix("numtok encode: error: ").removeprefix("numtok: error: ")
-        raise ValueError(f"bad encode option: {message}") from None
-    return flags
+        raise TypeError(f"unknown encode option(s) {', '.join(unknown)}; known: {', '.join(_ENCODE_OPTIONS)}")
+    given = {key: value for key, value in options.items() if value is not None}
+    for key, value in given.items():
+        kind = _ENCODE_OPTIONS[key]
+        if kind is bool and not isinstance(value, bool):
+            raise TypeError(f"{key} must be True or False, not {value!r}")
+        if kind is not bool and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise ValueError(f"bad encode option: {key} must be a {kind.__name__}, not {value!r}")
+    choices = {"dtype": ("uint16", "uint32"), "txt_docs": TXT_DOCS}
+    for key, allowed in choices.items():
+        if key in given and given[key] not in allowed:
+            raise ValueError(f"bad encode option: {key} must be one of {', '.join(allowed)}, not {given[key]!r}")
+    for key in ("num_threads", "chunk_mb"):
+        if key in given and given[key] <= 0:
+            raise ValueError(f"bad encode option: {key} must be a positive integer, not {given[key]!r}")
+    eot: str | bool = False if given.pop("no_eot", False) else given.pop("eot", True)
+    given.pop("eot", None)
+    if "chunk_mb" in given:
+        given["chunk_bytes"] = given.pop("chunk_mb") << 20
+    return {**given, "eot": eot}
 
 
-def _encode_file(path: str, out: str, tokenizer, flags: list[str]) -> str:
-    """Task: ``numtok encode -t TOKENIZER path -o out`` unless ``out`` is already there."""
-    from . import cli
+def _encode_file(path: str, out: str, tokenizer, options: dict) -> str:
+    """Task: encode ``path`` into ``out`` unless ``out`` is already there."""
+    from .io.encode_files import encode_files  # looked up per task, so a worker plugin can wrap it
 
     if os.path.exists(out):
         return out
     if not os.path.isfile(path):
         raise _missing_on_worker(path)
-    spec = tokenizer if isinstance(tokenizer, str) else "<numtok.Tokenizer>"
-    args = cli.build_parser().parse_args(["encode", "-q", "-t", spec, path, "-o", out, *flags])
-    cli.cmd_encode(args, tokenizer=_load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer)
+    tok = _load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    encode_files([path], tok, out, show_progress=False, **options)
     return out
 
 
 @lru_cache(maxsize=4)
 def _load_tokenizer(spec: str):
-    from .cli import load_tokenizer
+    from .encode.from_spec import load_tokenizer
 
     return load_tokenizer(spec)
 

@@ -176,16 +176,19 @@ def _job_arrow() -> None:
 
 
 def _job_cli() -> None:
-    """The command line's own readers and writers: text, JSONL (gzip'd), Parquet, shards, decode."""
+    """What the command line runs on files: text, JSONL (gzip'd) and Parquet readers, .npy, raw
+    and shard writers, decoding, the demo. (The command line only parses and prints around
+    these, so the same calls compile the same kernels.)"""
     import contextlib
     import gzip
     import io
 
-    from .cli import main as cli_main
-
-    def main(argv: list[str]) -> None:
-        if cli_main(argv) != 0:
-            raise RuntimeError(f"numtok {' '.join(argv)} failed")
+    from .demo import run_demo
+    from .encode.from_spec import load_tokenizer
+    from .io.decode_file import decode_ids, open_ids
+    from .io.encode_files import encode_files
+    from .io.tokenizer_view import tokenizer_info
+    from .train.trainer import train_bpe
 
     docs = _text().split("\n\n")
     with tempfile.TemporaryDirectory(prefix="numtok-warmup-") as tmp, contextlib.redirect_stdout(io.StringIO()):
@@ -203,15 +206,16 @@ def _job_cli() -> None:
             pq.write_table(pa.table({"text": docs}), inputs[-1])
         except ImportError:  # the [arrow] extra is not installed
             pass
-        tok = os.path.join(tmp, "tok.json")
-        main(["train", *inputs, "--vocab-size", "400", "-o", tok, "--quiet"])
-        main(["demo", "--quiet"])
-        for name in (tok, "cl100k_base"):
-            main(["encode", "-t", name, *inputs, "-o", os.path.join(tmp, "ids.npy"), "--quiet"])
-            main(["encode", "-t", name, *inputs, "-o", os.path.join(tmp, "shards"), "--shard-tokens", "1000", "--quiet"])
-            main(["encode", "-t", name, txt, "-o", os.path.join(tmp, "ids.bin"), "--txt-docs", "line", "--quiet"])
-            main(["decode", "-t", name, os.path.join(tmp, "ids.npy"), "-o", os.path.join(tmp, "back.txt")])
-            main(["info", name])
+        tok_path = os.path.join(tmp, "tok.json")
+        train_bpe(inputs, 400, show_progress=False).save(tok_path)
+        run_demo(show_progress=False)
+        for name in (tok_path, "cl100k_base"):
+            tok = load_tokenizer(name)
+            encode_files(inputs, tok, os.path.join(tmp, "ids.npy"), show_progress=False)
+            encode_files(inputs, tok, os.path.join(tmp, "shards"), shard_tokens=1000, show_progress=False)
+            encode_files([txt], tok, os.path.join(tmp, "ids.bin"), txt_docs="line", show_progress=False)
+            decode_ids(open_ids(os.path.join(tmp, "ids.npy"), tok), tok, io.BytesIO())
+            tokenizer_info(tok)
 
 
 @dataclass(frozen=True)

@@ -52,10 +52,10 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
 
-    def __enter__(self):
+    def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _draw(self, now: float) -> None:

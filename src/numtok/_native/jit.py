@@ -47,6 +47,7 @@ from numba.core import event as _event
 from numba.core.runtime import rtsys
 
 from . import precompiled
+from .notices import is_quiet, set_quiet
 
 __all__ = ["INLINE", "cached_njit", "cache_locations", "describe_location", "kernel_sources", "source_digest", "set_quiet",
            "is_quiet", "precompiled_selection", "describe_kernels"]
@@ -212,7 +213,7 @@ class KernelCache(caching.Cache):
     """Numba's per-function cache with the locations, stamp and damage rules above, and the
     entries a release wheel carries for this CPU's level (:mod:`.precompiled`)."""
 
-    _impl_class = _Impl
+    _impl_class = _Impl  # type: ignore[assignment]  # numba types the base attribute as None
 
     def __init__(self, py_func):
         super().__init__(py_func)
@@ -359,19 +360,7 @@ def cached_njit(*args, **options):
 # user knows why the first call waits. Never on stdout, never when quiet.
 
 NOTICE_AFTER_SECONDS = 1.0
-_quiet = False  # set_quiet(); the environment variable NUMTOK_QUIET=1 also silences it
 _noticed = False
-
-
-def set_quiet(quiet: bool = True) -> None:
-    """Silence (or allow) the one-time "compiling" notice on stderr."""
-    global _quiet
-    _quiet = bool(quiet)
-
-
-def is_quiet() -> bool:
-    """Whether numtok's notices on stderr are silenced (:func:`set_quiet`, ``NUMTOK_QUIET=1``)."""
-    return _quiet or bool(os.environ.get("NUMTOK_QUIET"))
 
 
 def _interactive() -> bool:

@@ -14,9 +14,10 @@ import ctypes
 import os
 import sys
 import traceback
+from typing import Any
 
 _PREFIX = "out of memory while "
-_trim = None  # glibc's malloc_trim, once looked up; False where there is none
+_trim: Any = None  # glibc's malloc_trim, once looked up; False where there is none
 
 
 def out_of_memory(exc: MemoryError, what: str, needed_bytes: int) -> MemoryError:

@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 
 from .levels import best_level, usable_features
+from .notices import notify
 
 __all__ = ["MANIFEST_NAME", "Selection", "selection", "PrecompiledEntries", "write_precompiled"]
 
@@ -77,19 +78,6 @@ def write_precompiled(out_dir: str, compiled: dict[str, tuple[str, list]], sourc
     with open(os.path.join(out_dir, MANIFEST_NAME), "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
     return manifest
-
-
-_notified: set[str] = set()
-
-
-def notify(message: str) -> None:
-    """One line on stderr, once per message, unless numtok was asked to be quiet."""
-    from . import jit
-
-    if message in _notified or jit.is_quiet():
-        return
-    _notified.add(message)
-    print(f"numtok: {message}", file=sys.stderr, flush=True)
 
 
 def _check(manifest: dict, source_digest: str) -> str | None:

@@ -194,7 +194,8 @@ def utf8_in_place(text: str) -> np.ndarray | None:
     lives and must never be written; it has no padding after it (a kernel that reads past its
     data's end must stop short of it).
 
-    >>> bytes(utf8_in_place("".join(["ab", "c"]))) if layout() is not None else b"abc"
+    >>> text = "".join(["ab", "c"])  # kept alive while its bytes are read
+    >>> bytes(utf8_in_place(text)) if layout() is not None else b"abc"
     b'abc'
     """
     lay = layout()

@@ -41,7 +41,7 @@ class Unbuilt:
     def _built(self) -> ShortCalls | NoShortCalls:
         tok = self._tok
         path: ShortCalls | NoShortCalls = NoShortCalls()
-        if tok._scanner_id >= 0 and not config.DISABLE_JIT and layout() is not None:
+        if tok._scanner_id >= 0 and not config.DISABLE_JIT and layout() is not None:  # type: ignore[attr-defined]
             path = ShortCalls(tok)
         tok._short = path
         return path
@@ -77,8 +77,10 @@ class ShortCalls:
         self._heap_min = tok._heap_min
         # Kept alive here: contexts hold their addresses.
         core = tok._core
-        self._arrays = dict(
-            layout=layout(), flags=class_table(), byte_id=core.byte_id, bp=core.bp, tok_bytes=core.tok_bytes,
+        lay = layout()
+        assert lay is not None  # Unbuilt checked it
+        self._arrays: dict[str, np.ndarray] = dict(
+            layout=lay, flags=class_table(), byte_id=core.byte_id, bp=core.bp, tok_bytes=core.tok_bytes,
             tok_off=core.tok_off, tok_tab=core.tok_tab, whole_tab=core.whole_tab, whole_ext=core.whole_ext,
             pair_tab=core.pair_tab, pair_filter=core.pair_filter, res_of=core.res_of,
         )  # fmt: skip
@@ -95,8 +97,8 @@ class ShortCalls:
         k = self._enter(address, id(text))
         if k >= 0:
             return ids[:k].copy()
-        k = self._after(k)
-        return None if k is None else ids[:k].copy()
+        done = self._after(k)
+        return None if done is None else ids[:done].copy()
 
     def count(self, text: str) -> int | None:
         """The number of ids of ``text``, or None if the general path must count it."""

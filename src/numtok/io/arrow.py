@@ -29,7 +29,7 @@ EXTRA_HINT = 'Arrow input needs pyarrow: pip install "numtok[arrow]"'
 NULL_POLICIES = ("raise", "empty")
 
 
-def require_pyarrow():
+def require_pyarrow() -> Any:
     """The ``pyarrow`` module, or ImportError naming the extra that installs it."""
     try:
         import pyarrow

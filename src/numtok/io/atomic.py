@@ -115,10 +115,10 @@ def atomic_write(
                               path) from exc
             raise
         if named is None:
-            os.chmod(fd, _permissions_for(path))
+            os.chmod(fd, permissions_for(path))
             named = _link_unnamed(fd, path, directory)
         else:
-            os.chmod(named, _permissions_for(path))
+            os.chmod(named, permissions_for(path))
         if fcntl is None:  # pragma: no cover (Windows cannot rename an open file)
             f.close()
         os.replace(named, path)
@@ -240,7 +240,7 @@ def _link_unnamed(fd: int, path: str, directory: str) -> str:
         os.close(dir_fd)
 
 
-def _permissions_for(path: str) -> int:
+def permissions_for(path: str) -> int:
     try:
         return os.stat(path).st_mode & 0o7777
     except OSError:

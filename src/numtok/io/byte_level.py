@@ -26,7 +26,7 @@ _BYTE_TO_CHAR = bytes_to_unicode()
 CHAR_TO_BYTE = {c: b for b, c in _BYTE_TO_CHAR.items()}
 # str.translate tables: bytes (decoded as latin-1) -> byte-level string, and back.
 _TO_BYTE_LEVEL = {b: c for b, c in _BYTE_TO_CHAR.items()}
-_FROM_BYTE_LEVEL = {ord(c): b for c, b in CHAR_TO_BYTE.items()}
+_FROM_BYTE_LEVEL: dict[int, int | str] = {ord(c): b for c, b in CHAR_TO_BYTE.items()}
 # Latin-1 characters outside the alphabet (space, controls, 0x7F-0xA0, 0xAD) must not pass
 # through as their own byte: they become a character latin-1 cannot encode.
 _FROM_BYTE_LEVEL.update({c: "\uffff" for c in range(256) if chr(c) not in CHAR_TO_BYTE})

@@ -28,11 +28,11 @@ from .sources import (
     DEFAULT_CHUNK_BYTES,
     JsonlRecordError,
     TextChunk,
-    _chunk_from_parts,
-    _cut_out,
-    _line_chunk,
-    _validate_utf8,
+    chunk_from_parts,
+    cut_out,
     iter_jsonl_texts,
+    line_chunk,
+    validate_utf8,
 )
 
 __all__ = ["byte_ranges", "iter_range_chunks", "splittable"]
@@ -73,10 +73,10 @@ def iter_range_chunks(
                 chunk = _jsonl_chunk(f, path, block, offset, field)
             else:
                 data = np.frombuffer(block, dtype=np.uint8)
-                _validate_utf8(data, path, offset)
-                chunk = _line_chunk(data, offset + len(block) - start)
+                validate_utf8(data, path, offset)
+                chunk = line_chunk(data, offset + len(block) - start)
             if cutter is not None:
-                chunk.docs = _cut_out(chunk.data, chunk.docs, cutter)
+                chunk.docs = cut_out(chunk.data, chunk.docs, cutter)
             yield chunk
 
 
@@ -121,4 +121,4 @@ def _jsonl_chunk(f, path: str, block: bytes, offset: int, field: str) -> TextChu
         before = f.read(offset).count(b"\n")
         f.seek(here)
         raise JsonlRecordError(path, exc.line_no + before, exc.field, exc.reason, exc.detail) from None
-    return _chunk_from_parts(parts, offset + len(block))
+    return chunk_from_parts(parts, offset + len(block))

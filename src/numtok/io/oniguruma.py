@@ -58,6 +58,7 @@ def _scan(pattern: str) -> list[_Item]:
                 j = m.end()
             else:
                 m = _GROUP_OPEN.match(pattern, i)
+                assert m is not None  # every "(" opens a group of some kind
                 if pattern.startswith("(?", i) and m.group() == "(":
                     raise ValueError(f"unsupported group syntax at {pattern[i:i + 8]!r}")
                 items.append(_Item("open", m.group()))

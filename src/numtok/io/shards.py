@@ -33,8 +33,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from .atomic import _permissions_for, atomic_write, temporary_path_for
+from .atomic import atomic_write, permissions_for, temporary_path_for
 
+DEFAULT_SHARD_TOKENS = 100_000_000  # as nanoGPT's and llm.c's FineWeb shards
 INDEX = "index.json"
 SHARD_NAME = "shard-{:05d}.bin"
 _SHARD_FILE = re.compile(r"shard-(\d{5,})\.bin")
@@ -154,7 +155,7 @@ class ShardWriter:
     def _open_next(self) -> IO[bytes]:
         final = os.path.join(self.directory, SHARD_NAME.format(len(self._done)))
         self._tmp = temporary_path_for(final)
-        os.chmod(self._tmp, _permissions_for(final))  # as atomic_write gives its files
+        os.chmod(self._tmp, permissions_for(final))  # as atomic_write gives its files
         self._in_shard = 0
         return open(self._tmp, "wb")
 

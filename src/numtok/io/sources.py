@@ -17,7 +17,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator, cast
 
 import numpy as np
 
@@ -95,7 +95,7 @@ def iter_chunks(
         raw = _iter_text_chunks(iterator, chunk_bytes)
     for chunk in raw:
         if cutter is not None:
-            chunk.docs = _cut_out(chunk.data, chunk.docs, cutter)
+            chunk.docs = cut_out(chunk.data, chunk.docs, cutter)
         yield chunk
 
 
@@ -104,6 +104,7 @@ def _iter_text_chunks(items: Iterator, chunk_bytes: int) -> Iterator[TextChunk]:
     size = 0
     consumed = 0
     for item in items:
+        texts: list | tuple
         if isinstance(item, str):
             texts = (item,)
         elif isinstance(item, (list, tuple)):
@@ -118,13 +119,13 @@ def _iter_text_chunks(items: Iterator, chunk_bytes: int) -> Iterator[TextChunk]:
             size += len(b)
             consumed += len(b)
         if size >= chunk_bytes:
-            yield _chunk_from_parts(parts, consumed)
+            yield chunk_from_parts(parts, consumed)
             parts, size = [], 0
     if parts:
-        yield _chunk_from_parts(parts, consumed)
+        yield chunk_from_parts(parts, consumed)
 
 
-def _chunk_from_parts(parts: list[bytes], consumed: int) -> TextChunk:
+def chunk_from_parts(parts: list[bytes], consumed: int) -> TextChunk:
     lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
     ends = np.cumsum(lengths)
     docs = np.stack([ends - lengths, ends], axis=1)
@@ -132,8 +133,9 @@ def _chunk_from_parts(parts: list[bytes], consumed: int) -> TextChunk:
     return TextChunk(data, docs[lengths > 0], consumed)
 
 
-def _open_binary(path: str):
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+def open_binary(path: str) -> BinaryIO:
+    """``path`` opened for reading bytes, decompressed if it ends in ``.gz``."""
+    return cast(BinaryIO, gzip.open(path, "rb")) if path.endswith(".gz") else open(path, "rb")
 
 
 def _iter_path_chunks(paths: list[str], chunk_bytes: int, field: str) -> Iterator[TextChunk]:
@@ -149,13 +151,13 @@ def _iter_path_chunks(paths: list[str], chunk_bytes: int, field: str) -> Iterato
         consumed_before += os.path.getsize(path)
 
 
-def _raw_position(f) -> int:
+def raw_position(f) -> int:
     # For .gz report the compressed position, so progress matches the file size on disk.
     inner = getattr(f, "fileobj", None)
     return inner.tell() if inner is not None else f.tell()
 
 
-def _validate_utf8(data: np.ndarray, path: str, offset: int) -> None:
+def validate_utf8(data: np.ndarray, path: str, offset: int) -> None:
     bad = utf8_error_offset(data)
     if bad >= 0:
         raise ValueError(f"{path}: not valid UTF-8 at byte offset {offset + bad}")
@@ -166,7 +168,7 @@ def _iter_text_file(path: str, chunk_bytes: int, field: str) -> Iterator[TextChu
     offset = 0
     carry = b""
     try:
-        with _open_binary(path) as f:
+        with open_binary(path) as f:
             while True:
                 # Read into one buffer after the carried bytes: a read then a concatenation
                 # would hold the block twice.
@@ -181,13 +183,13 @@ def _iter_text_file(path: str, chunk_bytes: int, field: str) -> Iterator[TextChu
                     continue
                 data = np.frombuffer(buf, dtype=np.uint8)[:cut]  # a view: no copy
                 carry = bytes(buf[cut:size])
-                _validate_utf8(data, path, offset)
-                yield _line_chunk(data, _raw_position(f))
+                validate_utf8(data, path, offset)
+                yield line_chunk(data, raw_position(f))
                 offset += cut
             if carry:
                 data = np.frombuffer(carry, dtype=np.uint8)
-                _validate_utf8(data, path, offset)
-                yield _line_chunk(data, _raw_position(f))
+                validate_utf8(data, path, offset)
+                yield line_chunk(data, raw_position(f))
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
@@ -208,7 +210,7 @@ def _read_into(f, view: memoryview) -> int:
 _LINE_SCAN_BYTES = 1 << 20  # newlines are found a slice at a time: no chunk-sized mask
 
 
-def _line_chunk(data: np.ndarray, consumed: int) -> TextChunk:
+def line_chunk(data: np.ndarray, consumed: int) -> TextChunk:
     parts = [np.flatnonzero(data[k : k + _LINE_SCAN_BYTES] == 10) + (k + 1) for k in range(0, len(data), _LINE_SCAN_BYTES)]
     n = sum(len(p) for p in parts)
     docs = np.empty((n + 1, 2), dtype=np.int64)
@@ -266,16 +268,16 @@ def _iter_jsonl_file(path: str, chunk_bytes: int, field: str) -> Iterator[TextCh
     parts: list[bytes] = []
     size = 0
     try:
-        with _open_binary(path) as f:
+        with open_binary(path) as f:
             for text in iter_jsonl_texts(f, path, field):
                 b = utf8_bytes(text)
                 parts.append(b)
                 size += len(b)
                 if size >= chunk_bytes:
-                    yield _chunk_from_parts(parts, _raw_position(f))
+                    yield chunk_from_parts(parts, raw_position(f))
                     parts, size = [], 0
             if parts:
-                yield _chunk_from_parts(parts, _raw_position(f))
+                yield chunk_from_parts(parts, raw_position(f))
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
@@ -321,6 +323,7 @@ def _iter_parquet_file(path: str, chunk_bytes: int, field: str) -> Iterator[Text
     from .parquet import parquet_batches
 
     first = 0
+    column: Any
     for column, consumed in parquet_batches(path, field, target_bytes=chunk_bytes):
         for chunk in _iter_arrow_chunks(string_arrays(column), chunk_bytes, f"{path}: column {field!r}: ", first):
             chunk.consumed = consumed
@@ -328,7 +331,7 @@ def _iter_parquet_file(path: str, chunk_bytes: int, field: str) -> Iterator[Text
         first += len(column)
 
 
-def _cut_out(data: np.ndarray, docs: np.ndarray, cutter: re.Pattern[bytes]) -> np.ndarray:
+def cut_out(data: np.ndarray, docs: np.ndarray, cutter: re.Pattern[bytes]) -> np.ndarray:
     """Remove every match of ``cutter`` from the document ranges (a match ends a sequence)."""
     matches = np.array([m.span() for m in cutter.finditer(data.tobytes())], dtype=np.int64).reshape(-1, 2)
     if not len(matches):

@@ -6,10 +6,12 @@ The writers in this package take any object with numtok's Tokenizer attributes (
 
 from __future__ import annotations
 
-__all__ = ["attr", "is_rank_mode", "mergeable_vocab", "require_byte_level", "merges_of", "merges_from_ranks"]
+from typing import Any
+
+__all__ = ["attr", "is_rank_mode", "mergeable_vocab", "require_byte_level", "merges_of", "merges_from_ranks", "tokenizer_info"]
 
 
-def attr(tok, name: str, default=None):
+def attr(tok: Any, name: str, default: Any = None) -> Any:
     return getattr(tok, name, default)
 
 
@@ -58,8 +60,31 @@ def merges_from_ranks(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     >>> merges_from_ranks({b"a": 0, b"b": 1, b"ab": 2, b"aab": 3})
     [(b'a', b'b'), (b'a', b'ab')]
     """
-    out = []
+    out: list[tuple[bytes, bytes]] = []
     for token, _ in sorted(ranks.items(), key=lambda kv: kv[1]):
         if len(token) > 1:
             out.extend((token[:i], token[i:]) for i in range(1, len(token)) if token[:i] in ranks and token[i:] in ranks)
     return out
+
+
+def tokenizer_info(tok, top: int = 10) -> dict:
+    """The facts ``numtok info`` prints (``_longest_raw``: the ``top`` longest tokens as
+    (bytes, id), the others are JSON-ready)."""
+    from ..pretokenizers.patterns import NAMED_PATTERNS
+
+    mergeable = mergeable_vocab(tok)
+    longest = sorted(mergeable.items(), key=lambda kv: (-len(kv[0]), kv[1]))[:top]
+    rank_mode = is_rank_mode(tok)
+    return {
+        "name": tok.name,
+        "mode": "ranks (tiktoken)" if rank_mode else "merges (Hugging Face BPE)",
+        "n_vocab": tok.n_vocab,
+        "mergeable_tokens": len(mergeable),
+        "merges": None if rank_mode else len(tok.merges),
+        "pattern": tok.pattern if tok.pattern in NAMED_PATTERNS else "custom",
+        "pattern_regex": NAMED_PATTERNS.get(tok.pattern, tok.pattern),
+        "special_tokens": tok.special_tokens,
+        "eot_token": tok.eot_token,
+        "longest_tokens": [{"id": i, "bytes": len(t), "token": t.decode("utf-8", "replace")} for t, i in longest],
+        "_longest_raw": longest,
+    }

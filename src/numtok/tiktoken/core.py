@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import functools
 import operator
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, AbstractSet, Any, Literal, NoReturn
 
 import numpy as np
@@ -103,6 +103,7 @@ class Encoding:
         self._ranks = ranks
         self._decoder: dict[int, bytes] | None = None
         self._sorted_token_bytes: list[bytes] | None = None
+        self._by_name: Callable[[str], Encoding] | None = None  # set by registry.get_encoding: pickled by name
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -382,10 +383,8 @@ class Encoding:
     # pickling: registered encodings by name, others by their numtok tables
 
     def __reduce__(self):
-        from . import registry
-
-        if self is registry.ENCODINGS.get(self.name):
-            return (registry.get_encoding, (self.name,))
+        if self._by_name is not None:
+            return (self._by_name, (self.name,))
         return (_unpickle, (self.name, self._pat_str, self._special_tokens, self.max_token_value, self._tok))
 
     # ------------------------------------------------------------------------------------------

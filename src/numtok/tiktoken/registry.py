@@ -124,6 +124,7 @@ def get_encoding(encoding_name: str) -> Encoding:
             enc = _bundled_encoding(encoding_name)
         else:
             enc = Encoding(**constructor())
+        enc._by_name = get_encoding
         ENCODINGS[encoding_name] = enc
         return enc
 

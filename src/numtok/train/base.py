@@ -24,16 +24,20 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..io.byte_level import CHAR_TO_BYTE
 from . import _kernels as _bpe_kernels
 
+if TYPE_CHECKING:
+    from ..encode.tokenizer import Tokenizer
+
 __all__ = ["resolve_base", "BaseStart", "start_from_base"]
 
 
-def resolve_base(base):
+def resolve_base(base: Any) -> Tokenizer:
     """The base of continued training as a :class:`numtok.Tokenizer`.
 
     ``base`` is a numtok Tokenizer, a bundled encoding's name (``"o200k_base"``), a path to a

@@ -10,32 +10,29 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
 from .._native.memory import out_of_memory, release_free_memory, reservable_bytes
 from .._native.threads import check_num_threads
 from ..io.byte_level import CHAR_TO_BYTE, bytes_to_unicode
-from ..io.sources import DEFAULT_CHUNK_BYTES, TextChunk, iter_chunks, source_size
-from ..pretokenizers import split_bytes
+from ..io.sources import iter_chunks, source_size
 from ..pretokenizers.patterns import resolve_pattern
 from ..progress import Progress
 from . import _kernels as _bpe_kernels
-from .base import derive_merges_early, resolve_base, start_from_base
+from .base import derive_merges_early, start_from_base
+from .counting import count_chunks
+from .options import TrainOptions
 from .word_counts import WordCounts
 from .words import WordCounter
 
+if TYPE_CHECKING:
+    from ..encode.tokenizer import Tokenizer
+
 __all__ = ["train_bpe", "train_bpe_from_counts", "byte_level_order"]
 
-TIE_BREAKS = ("hf", "first-seen")
-ALPHABETS = ("bytes", "observed")
-UNITS = ("bytes", "chars")
 _COUNT_MAX = 2**63 - 1  # word and pair counts are int64
-# Text pre-tokenized at a time by a counting thread: its spans (16 B a piece, room for one piece
-# per 3 bytes) are counting's largest buffer, so a few MB, not the chunk's half.
-_SPLIT_BYTES = 1 << 20
 
 
 def byte_level_order() -> np.ndarray:
@@ -66,7 +63,7 @@ def train_bpe(
     end_of_word: str | None = None,
     field: str = "text",
     base=None,
-):
+) -> Tokenizer:
     """Train a byte-level BPE tokenizer on a corpus, from bytes or on top of ``base``.
 
     Args:
@@ -127,9 +124,9 @@ def train_bpe(
     >>> small = train_bpe(["low lower lowest"] * 3, 258)
     >>> more = train_bpe(["newer newest"] * 3, 262, base=small)
     >>> more.merges[:2] == small.merges, more.merges[2:]
-    (True, [(b'n', b'e'), (b'ne', b'w')])
+    (True, [(b'e', b'w'), (b'n', b'ew'), (b'new', b'e'), (b's', b't')])
     """
-    options = _Options.check(vocab_size, pattern, special_tokens, min_frequency, max_token_length,
+    options = TrainOptions.check(vocab_size, pattern, special_tokens, min_frequency, max_token_length,
                              tie_break, alphabet, units, unk_token, end_of_word, base)
     threads = check_num_threads(num_threads)
     if options.base is not None:
@@ -141,7 +138,7 @@ def train_bpe(
     return _train_from_counter(holder, options, show_progress, started, corpus_bytes)
 
 
-def train_bpe_from_counts(counts: WordCounts | Mapping, vocab_size: int, **options):
+def train_bpe_from_counts(counts: WordCounts | Mapping, vocab_size: int, **options) -> Tokenizer:
     """Train on pre-counted words: a :class:`numtok.WordCounts` (from :func:`numtok.count_words`,
     possibly summed over shards) or a mapping ``{word (str | bytes): count}``. Words are not
     split again.
@@ -162,7 +159,7 @@ def train_bpe_from_counts(counts: WordCounts | Mapping, vocab_size: int, **optio
     options.pop("field", None)
     if isinstance(counts, WordCounts):
         return _train_from_word_counts(counts, vocab_size, show_progress, options)
-    checked = _Options.check(vocab_size, **options)
+    checked = TrainOptions.check(vocab_size, **options)
     if not isinstance(counts, Mapping):
         raise TypeError(f"counts must be a mapping {{word: count}}, not {type(counts).__name__}")
     started = time.perf_counter()
@@ -215,7 +212,7 @@ def _train_from_word_counts(counts: WordCounts, vocab_size: int, show_progress, 
     unk = options.get("unk_token")
     options.setdefault("special_tokens", [s for s in counted if s != unk])
     options.setdefault("pattern", counts.pattern)
-    checked = _Options.check(vocab_size, **options)
+    checked = TrainOptions.check(vocab_size, **options)
     if resolve_pattern(checked.pattern)[1] != resolve_pattern(counts.pattern)[1]:
         raise ValueError(f"the WordCounts were split with pattern {counts.pattern!r}, not {checked.pattern!r}: "
                          "count and train with the same pattern")
@@ -233,195 +230,15 @@ def _train_from_word_counts(counts: WordCounts, vocab_size: int, show_progress, 
     return _train_from_counter([counts], checked, show_progress, time.perf_counter(), counts.corpus_bytes)
 
 
-class _Options:
-    """Validated training options."""
-
-    vocab_size: int
-    pattern: str
-    pattern_name: str | None
-    pattern_string: str
-    special_tokens: list[str]
-    unk_token: str | None
-    min_frequency: int
-    max_token_length: int | None
-    tie_break: str
-    alphabet: str
-    units: str
-    end_of_word: str | None
-    base: Any  # the numtok Tokenizer training continues from, or None
-    base_merges: Any  # the thread deriving a rank-mode base's merges, or None
-    new_specials: list[str]  # with a base: the special tokens it does not have
-
-    @classmethod
-    def check(cls, vocab_size, pattern=None, special_tokens=(), min_frequency=0, max_token_length=None,
-              tie_break="hf", alphabet="bytes", units="bytes", unk_token=None, end_of_word=None, base=None):
-        self = cls()
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
-            raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
-        self.vocab_size = int(vocab_size)
-        self.base = None if base is None else resolve_base(base)
-        self.base_merges = None
-        self.new_specials = []
-        if self.base is not None:
-            if pattern is None:
-                pattern = self.base.pattern
-            elif resolve_pattern(pattern)[1] != resolve_pattern(self.base.pattern)[1]:
-                raise ValueError(f"pattern {pattern!r} is not the base tokenizer's pattern {self.base.pattern!r}: its words "
-                                 "would not be the base's pieces (leave pattern out to take the base's)")
-        elif pattern is None:
-            pattern = "gpt2"
-        self.pattern_name, self.pattern_string = resolve_pattern(pattern)
-        self.pattern = pattern if self.pattern_name is None else self.pattern_name
-        specials = _special_token_list(special_tokens)
-        if unk_token is not None:
-            if not isinstance(unk_token, str) or not unk_token:
-                raise ValueError(f"unk_token must be a non-empty str, got {unk_token!r}")
-            if unk_token not in specials:
-                specials.append(unk_token)
-        self.special_tokens = specials
-        self.unk_token = unk_token
-        if isinstance(min_frequency, bool) or not isinstance(min_frequency, (int, np.integer)) or min_frequency < 0:
-            raise ValueError(f"min_frequency must be a non-negative int, got {min_frequency!r}")
-        self.min_frequency = int(min_frequency)
-        if max_token_length is not None and (
-            isinstance(max_token_length, bool) or not isinstance(max_token_length, (int, np.integer)) or max_token_length < 1
-        ):
-            raise ValueError(f"max_token_length must be a positive int or None, got {max_token_length!r}")
-        self.max_token_length = max_token_length
-        if tie_break not in TIE_BREAKS:
-            raise ValueError(f"unknown tie_break {tie_break!r}; choose one of {', '.join(TIE_BREAKS)}")
-        self.tie_break = tie_break
-        if alphabet not in ALPHABETS:
-            raise ValueError(f"unknown alphabet {alphabet!r}; choose one of {', '.join(ALPHABETS)}")
-        if units not in UNITS:
-            raise ValueError(f"unknown units {units!r}; choose one of {', '.join(UNITS)}")
-        if units == "chars" and alphabet == "bytes":
-            raise ValueError('units="chars" needs alphabet="observed" (there is no fixed alphabet of characters)')
-        self.alphabet, self.units = alphabet, units
-        if end_of_word is not None and (not isinstance(end_of_word, str) or not end_of_word):
-            raise ValueError(f"end_of_word must be a non-empty str, got {end_of_word!r}")
-        self.end_of_word = end_of_word
-        if self.base is not None:
-            return self._check_base()
-        if alphabet == "bytes":
-            minimum = 256 + len(specials) + (end_of_word is not None)
-            if self.vocab_size < minimum:
-                raise ValueError(
-                    f"vocab_size {self.vocab_size} is too small: the minimum is {minimum} "
-                    f"(256 byte tokens + {len(specials)} special tokens{' + end_of_word' if end_of_word else ''})"
-                )
-        return self
-
-    def _check_base(self) -> _Options:
-        base = self.base
-        given = [name for name, value, default in (("alphabet", self.alphabet, "bytes"), ("units", self.units, "bytes"),
-                                                   ("end_of_word", self.end_of_word, None)) if value != default]
-        if given:
-            raise ValueError(f"{', '.join(given)} cannot be set with a base: continued training keeps the base's "
-                             "(byte-level, its own alphabet)")
-        if self.unk_token is not None and self.unk_token != base.unk_token:
-            raise ValueError(f"unk_token {self.unk_token!r} differs from the base tokenizer's ({base.unk_token!r})")
-        self.unk_token = base.unk_token
-        kept = [s for s, _ in sorted(base.special_tokens.items(), key=lambda kv: kv[1])]
-        self.new_specials = [s for s in self.special_tokens if s not in base.special_tokens and s != base.unk_token]
-        for s in self.new_specials:
-            tid = base._lookup_token(s.encode("utf-8"))
-            if tid is not None:
-                raise ValueError(f"special token {s!r} is already an ordinary token of the base tokenizer (id {tid}); "
-                                 "a string has one id")
-        self.special_tokens = kept + self.new_specials
-        n = base.n_vocab
-        if self.vocab_size <= n:
-            raise ValueError(f"vocab_size {self.vocab_size} is not above the base tokenizer's size {n} (its n_vocab): "
-                             "continued training adds tokens to the base's")
-        if self.vocab_size < n + len(self.new_specials):
-            raise ValueError(f"vocab_size {self.vocab_size} is too small: the minimum is {n + len(self.new_specials)} "
-                             f"(the base's {n} ids + {len(self.new_specials)} new special tokens)")
-        return self
-
-
-def _special_token_list(special_tokens: Iterable[str]) -> list[str]:
-    """The special tokens checked, without repeats, in order."""
-    if isinstance(special_tokens, str):
-        raise TypeError("special_tokens must be a sequence of str, not a str")
-    specials: list[str] = []
-    for tok in special_tokens:
-        if not isinstance(tok, str) or not tok:
-            raise ValueError(f"special tokens must be non-empty str, got {tok!r}")
-        if tok not in specials:
-            specials.append(tok)
-    return specials
-
-
-def _count_words(source, options: _Options, show_progress, num_threads, field: str = "text") -> tuple[WordCounter, int]:
+def _count_words(source, options: TrainOptions, show_progress, num_threads, field: str = "text") -> tuple[WordCounter, int]:
     """Pre-tokenize and count the corpus on up to two threads (one WordCounter each)."""
     chunks = iter_chunks(source, special_tokens=options.special_tokens, field=field)
     # First positions matter only to tie_break="first-seen" (8 bytes a word while counting).
-    return _count_chunks(chunks, options.pattern, source_size(source), show_progress, num_threads,
+    return count_chunks(chunks, options.pattern, source_size(source), show_progress, num_threads,
                          track_firsts=options.tie_break == "first-seen")
 
 
-def _count_chunks(chunks: Iterable[TextChunk], pattern: str, total: int | None, show_progress, num_threads,
-                  track_firsts: bool = True) -> tuple[WordCounter, int]:
-    """Count the words of a stream of TextChunks; returns (counter, bytes of text)."""
-    threads = min(2, check_num_threads(num_threads))
-    counters = [WordCounter(track_firsts=track_firsts) for _ in range(threads)]
-    bar = Progress("Counting words", total=total, unit="B", enabled=show_progress)
-    position = 0
-
-    def work(k, data, docs, base):
-        for part in _batches(docs, _SPLIT_BYTES):
-            counters[k].add_spans(data, split_bytes(data, part, pattern, num_threads=1), base)
-
-    try:
-        with ThreadPoolExecutor(threads) as pool:
-            pending: list = []
-            for chunk in chunks:
-                for future in pending:  # the previous chunk; reading this one overlapped with it
-                    future.result()
-                pending = [pool.submit(work, k, chunk.data, part, position)
-                           for k, part in enumerate(_halves(chunk.docs, threads))]
-                position += len(chunk.data)
-                bar.set(chunk.consumed)
-            chunk = None  # type: ignore[assignment]  # the last chunk's text, freed before the tables are merged
-            for future in pending:
-                future.result()
-        bar.close()
-        for other in counters[1:]:
-            counters[0].merge(other)
-        del counters[1:]
-        release_free_memory()  # what counting freed, before the merge loop allocates
-    except MemoryError as exc:
-        held = sum(c.nbytes for c in counters)
-        words = sum(c.n_words for c in counters)
-        counters = chunk = pending = None  # type: ignore[assignment]  # freed before the message is built
-        # The word tables double when they fill, beside two chunks of input in flight.
-        raise out_of_memory(exc, f"counting the words of the corpus ({position:,} bytes read, {words:,} unique words so far)",
-                            2 * held + 4 * DEFAULT_CHUNK_BYTES) from exc
-    return counters[0], position
-
-
-def _batches(docs: np.ndarray, size: int) -> list[np.ndarray]:
-    """Split document ranges into runs of about ``size`` bytes (a bigger document stays whole)."""
-    if len(docs) < 2:
-        return [docs]
-    ends = np.cumsum(docs[:, 1] - docs[:, 0])
-    if ends[-1] <= size:
-        return [docs]
-    cuts = np.searchsorted(ends, np.arange(size, int(ends[-1]), size), side="right")
-    return [d for d in np.split(docs, np.unique(cuts)) if len(d)]
-
-
-def _halves(docs: np.ndarray, parts: int) -> list[np.ndarray]:
-    """Split document ranges into ``parts`` groups of about equal bytes."""
-    if parts == 1 or len(docs) < 2:
-        return [docs]
-    sizes = np.cumsum(docs[:, 1] - docs[:, 0])
-    cuts = np.searchsorted(sizes, sizes[-1] * np.arange(1, parts) / parts)
-    return [d for d in np.split(docs, cuts) if len(d)]
-
-
-def _alphabet(options: _Options, symbols_seen: list[bytes]) -> list[bytes]:
+def _alphabet(options: TrainOptions, symbols_seen: list[bytes]) -> list[bytes]:
     """Base symbols (as bytes) in id order, after the special tokens."""
     if options.units == "bytes":
         order = byte_level_order()
@@ -448,7 +265,7 @@ def _byte_level_str(b: bytes) -> str:
     return "".join(chr(0x10000 + int(rank[x])) for x in b)
 
 
-def _symbolize(counter: WordCounter, options: _Options):
+def _symbolize(counter: WordCounter, options: TrainOptions):
     """Words as symbol ids: (sym, w_start, w_len, w_freq, alphabet)."""
     if isinstance(counter, WordCounter):
         counter.freeze()  # its table is freed before the symbols are made
@@ -492,7 +309,7 @@ def _symbolize(counter: WordCounter, options: _Options):
     return sym.astype(np.int32, copy=False), starts.astype(np.int64, copy=False), lengths.astype(np.int32), freqs, alphabet
 
 
-def _train_from_counter(holder: list, options: _Options, show_progress, started: float, corpus_bytes: int):
+def _train_from_counter(holder: list, options: TrainOptions, show_progress, started: float, corpus_bytes: int):
     """Learn from the counter in ``holder`` (taken out of it, so its memory is freed once the
     words are symbolized) and build the Tokenizer."""
     from ..encode.tokenizer import Tokenizer
@@ -528,7 +345,7 @@ def _train_from_counter(holder: list, options: _Options, show_progress, started:
     return tokenizer
 
 
-def _continued_tokenizer(options: _Options, token_bytes, merge_ids: tuple):
+def _continued_tokenizer(options: TrainOptions, token_bytes, merge_ids: tuple):
     """The base's tokens, merges and special tokens (ids unchanged), then the new ones: built
     from the base's arrays (a bundled encoding has 200,000 tokens: no dict of them)."""
     from ..encode.tokenizer import Tokenizer
@@ -560,7 +377,7 @@ def _continued_tokenizer(options: _Options, token_bytes, merge_ids: tuple):
     )  # fmt: skip
 
 
-def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes, bytes]], list, dict, tuple]:
+def _learn(counter, options: TrainOptions, show_progress) -> tuple[list[tuple[bytes, bytes]], list, dict, tuple]:
     """Run the merge engine; returns (merges, token bytes by id: specials, alphabet, merges
     (with a base: a base.TokenBytes of the base's ids, then new specials and merges),
     the engine's work counters, the merges as (left, right, result) id arrays).
@@ -655,7 +472,7 @@ def _learn(counter, options: _Options, show_progress) -> tuple[list[tuple[bytes,
     return merges, token_bytes, counters, (left.astype(np.int64), right.astype(np.int64), new.astype(np.int64))
 
 
-def _base_symbols(options: _Options, alphabet: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _base_symbols(options: TrainOptions, alphabet: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(length, base-symbol sequence, sequence length) of the first ids: specials (spelled in
     base symbols where expressible, so a merge that rebuilds one re-uses its id, as HF does),
     then the alphabet."""
@@ -675,7 +492,7 @@ def _base_symbols(options: _Options, alphabet: list[bytes]) -> tuple[np.ndarray,
     return tok_len, tok_seq, tok_seq_len
 
 
-def _as_symbols(tok: str, options: _Options, symbol_id: dict) -> list[int]:
+def _as_symbols(tok: str, options: TrainOptions, symbol_id: dict) -> list[int]:
     """A special token as base symbols, or [] when the alphabet cannot spell it."""
     raw = tok.encode("utf-8")
     if options.units == "bytes":

@@ -356,9 +356,9 @@ class WordCounter:
             _reindex(self._table, self._start, self._store, low, n, self._ring)
         used = int(self._sizes[1])
         if store_bytes != len(self._store):
-            new = np.zeros(store_bytes, dtype=np.uint8)
-            new[:used] = self._store[:used]
-            self._store = new
+            store = np.zeros(store_bytes, dtype=np.uint8)
+            store[:used] = self._store[:used]
+            self._store = store
 
     # Results, trimmed to the live words.
     @property

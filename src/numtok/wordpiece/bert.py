@@ -187,7 +187,7 @@ def lower_table() -> tuple[np.ndarray, np.ndarray]:
     # Lowercase blocks of 4096 characters at once; only a block holding a character with a
     # multi-character lowercase (one in all of Unicode 14) is done character by character.
     single = np.arange(N_CODE_POINTS, dtype=np.int32)
-    expansions = []
+    expansions: list = []
     block = 4096
     for start in range(0, N_CODE_POINTS, block):
         chars = "".join(map(chr, range(start, start + block)))

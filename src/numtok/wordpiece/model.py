@@ -111,7 +111,7 @@ class WordPiece:
         )
         self.template = None if template is None else (list(map(int, template[0])), list(map(int, template[1])))
         self._build_trie()
-        self._decode_tables = None
+        self._decode_tables: tuple | None = None
         params = np.zeros(8, dtype=np.int64)
         if normalizer is not None:
             n = normalizer

@@ -1,0 +1,1 @@
+"""Encoding: the Tokenizer, its tables and kernels (docs/design.md §5)."""

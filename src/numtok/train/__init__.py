@@ -1,0 +1,1 @@
+"""BPE training: word counting and the merge loop (docs/design.md §4)."""
