@@ -65,9 +65,11 @@ class IdsOut:
 
     def result(self, k: int) -> np.ndarray:
         """The first ``k`` ids, in the array itself (shrunk in place)."""
-        if k < len(self.array):
-            self.array.resize(k, refcheck=False)
-        return self.array
+        array = self.array
+        assert isinstance(array, np.ndarray)  # a count sink has no ids
+        if k < len(array):
+            array.resize(k, refcheck=False)
+        return array
 
 
 def _worst(nbytes: int, n_docs: int, per_byte: int) -> int:

@@ -49,8 +49,8 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
     tok._pickle_by_name = None  # numtok.load sets it: (load, (name,))
     tok._heap_min = HEAP_MIN  # tests lower it to run every piece through the heap path
     tok._chunk_bytes = CHUNK_BYTES  # and this, to cut documents into many chunks
-    tok._vocab_cache: dict[bytes, int] | None = None
-    tok._merges_cache: list[tuple[bytes, bytes]] | None = None
+    tok._vocab_cache = None
+    tok._merges_cache = None
 
     special_by_id = {i: s.encode("utf-8") for s, i in tok._special_tokens.items()}
     sp_ids = np.array(list(special_by_id), dtype=np.int64)
@@ -143,7 +143,7 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
         priorities = np.arange(len(lefts), dtype=np.int64)
         tok._merge_id_arrays = (lefts, rights, tok._res_of.astype(np.int64))
     if prebuilt is not None and tok._rank_mode and unk_token is None:
-        tok._tok_tab, dup, tok._pair_tab, tok._bp = prebuilt["tok_tab"], -1, prebuilt["pair_tab"], prebuilt["bp"]
+        tok._tok_tab, dup, tok._pair_tab, tok._bp = prebuilt["tok_tab"], np.int64(-1), prebuilt["pair_tab"], prebuilt["bp"]
     else:
         tok._tok_tab, dup, tok._pair_tab, tok._bp = _k.build_tables(
             tok._tok_bytes, tok_off, mids, tok_lens[mids], byte_id, lefts, rights, priorities, tok._rank_mode
@@ -283,6 +283,7 @@ def merge_pairs(merges, vocab: dict[bytes, int]):
         for part, tid in ((a, ia), (b, ib), (a + b, ir)):
             if tid is None:
                 raise ValueError(f"merges[{i}] = ({a!r}, {b!r}): {part!r} is not in the vocab")
+        assert ia is not None and ib is not None and ir is not None
         lefts[i], rights[i], results[i] = ia, ib, ir
     return lefts, rights, results, [(bytes(a), bytes(b)) for a, b in merges]
 
