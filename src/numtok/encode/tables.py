@@ -52,6 +52,21 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
     tok._vocab_cache = None
     tok._merges_cache = None
 
+    by_id_lens = _id_indexed_bytes(tok, flat, starts, lens, ids, prebuilt)
+    eow_bytes = _initial_symbols(tok, by_id_lens, units, unk_token, end_of_word)
+    _pair_tables(tok, by_id_lens, merges, merge_ids, mergeable_dict, prebuilt, unk_token)
+    tok._piece_caches = PieceCaches()
+    _whole_piece_tables(tok, by_id_lens, eow_bytes)
+    _decode_table(tok, eow_bytes)
+    tok._special_lookup = SpecialMatcher(tok._special_tokens)
+    head = os.path.commonprefix(list(tok._special_tokens))[:2]
+    tok._special_head = head if head or not tok._special_tokens else None
+    tok._decode_list = None
+
+
+def _id_indexed_bytes(tok, flat, starts, lens, ids, prebuilt) -> np.ndarray:
+    """Set the id-indexed token bytes, offsets, mergeable ids and special mask; returns each
+    id's byte length."""
     special_by_id = {i: s.encode("utf-8") for s, i in tok._special_tokens.items()}
     sp_ids = np.array(list(special_by_id), dtype=np.int64)
     if prebuilt is not None:
@@ -59,52 +74,53 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
         n_bytes = int(prebuilt["n_bytes"])
         tok._tok_bytes = prebuilt["tok_bytes"][:n_bytes]  # saved with its padding
         tok._tok_off = tok_off = prebuilt["tok_off"]
-        tok._mergeable_ids = ids = prebuilt["mergeable_ids"]
+        tok._mergeable_ids = prebuilt["mergeable_ids"]
         tok._max_id = len(tok_off) - 2
         tok._is_special = np.zeros(tok._max_id + 1, dtype=bool)
         tok._is_special[sp_ids] = True
-        by_id_lens = np.diff(tok_off)
-    else:
-        # Id-indexed token bytes: mergeable tokens, then special tokens (several special
-        # strings may share an id, as in o200k_harmony; the last one decodes, like tiktoken).
-        sp_blob = b"".join(special_by_id.values())
-        sp_lens = np.fromiter(map(len, special_by_id.values()), dtype=np.int64, count=len(special_by_id))
-        flat = np.ascontiguousarray(flat, dtype=np.uint8)
-        ids = np.asarray(ids, dtype=np.int64)
-        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) > _k.MAX_ID):
-            bad = int(ids.max()) if int(ids.max()) > _k.MAX_ID else int(ids.min())
-            raise ValueError(f"token id {bad} is out of range (ids are 0 .. {_k.MAX_ID})")
-        all_ids = np.concatenate([ids, sp_ids])
-        all_lens = np.concatenate([lens, sp_lens])
-        all_starts = np.concatenate([starts, len(flat) + np.cumsum(sp_lens) - sp_lens])
-        buffer = np.concatenate([flat, np.frombuffer(sp_blob, dtype=np.uint8)])
-        order = np.argsort(all_ids, kind="stable")
-        sorted_ids = all_ids[order]
-        if len(sorted_ids):
-            dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
-            if len(dup):
-                tid = int(sorted_ids[dup[0]])
-                what = "a special token and a vocab token" if tid in special_by_id else "two vocab tokens"
-                raise ValueError(f"id {tid} is given to {what}")
-        tok._max_id = int(sorted_ids[-1]) if len(sorted_ids) else -1
-        by_id_lens = np.zeros(tok._max_id + 1, dtype=np.int64)
-        by_id_lens[sorted_ids] = all_lens[order]
-        tok_off = np.zeros(tok._max_id + 2, dtype=np.int64)
-        np.cumsum(by_id_lens, out=tok_off[1:])
-        o_lens = all_lens[order]
-        o_starts = all_starts[order]
-        gather = np.repeat(o_starts - (np.cumsum(o_lens) - o_lens), o_lens) + np.arange(int(o_lens.sum()))
-        tok._tok_bytes = padded(buffer[gather])
-        tok._tok_off = tok_off
-        tok._mergeable_ids = np.sort(ids).astype(np.int64)
-        tok._is_special = np.zeros(tok._max_id + 1, dtype=bool)
-        tok._is_special[sp_ids] = True
+        return np.diff(tok_off)
+    # Mergeable tokens, then special tokens (several special strings may share an id, as in
+    # o200k_harmony; the last one decodes, like tiktoken).
+    sp_blob = b"".join(special_by_id.values())
+    sp_lens = np.fromiter(map(len, special_by_id.values()), dtype=np.int64, count=len(special_by_id))
+    flat = np.ascontiguousarray(flat, dtype=np.uint8)
+    ids = np.asarray(ids, dtype=np.int64)
+    if len(ids) and (int(ids.min()) < 0 or int(ids.max()) > _k.MAX_ID):
+        bad = int(ids.max()) if int(ids.max()) > _k.MAX_ID else int(ids.min())
+        raise ValueError(f"token id {bad} is out of range (ids are 0 .. {_k.MAX_ID})")
+    all_ids = np.concatenate([ids, sp_ids])
+    all_lens = np.concatenate([lens, sp_lens])
+    all_starts = np.concatenate([starts, len(flat) + np.cumsum(sp_lens) - sp_lens])
+    buffer = np.concatenate([flat, np.frombuffer(sp_blob, dtype=np.uint8)])
+    order = np.argsort(all_ids, kind="stable")
+    sorted_ids = all_ids[order]
+    if len(sorted_ids):
+        dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
+        if len(dup):
+            tid = int(sorted_ids[dup[0]])
+            what = "a special token and a vocab token" if tid in special_by_id else "two vocab tokens"
+            raise ValueError(f"id {tid} is given to {what}")
+    tok._max_id = int(sorted_ids[-1]) if len(sorted_ids) else -1
+    by_id_lens = np.zeros(tok._max_id + 1, dtype=np.int64)
+    by_id_lens[sorted_ids] = all_lens[order]
+    tok_off = np.zeros(tok._max_id + 2, dtype=np.int64)
+    np.cumsum(by_id_lens, out=tok_off[1:])
+    o_lens = all_lens[order]
+    o_starts = all_starts[order]
+    gather = np.repeat(o_starts - (np.cumsum(o_lens) - o_lens), o_lens) + np.arange(int(o_lens.sum()))
+    tok._tok_bytes = padded(buffer[gather])
+    tok._tok_off = tok_off
+    tok._mergeable_ids = np.sort(ids).astype(np.int64)
+    tok._is_special = np.zeros(tok._max_id + 1, dtype=bool)
+    tok._is_special[sp_ids] = True
+    return by_id_lens
 
-    tok_lens = by_id_lens
+
+def _initial_symbols(tok, tok_lens: np.ndarray, units: str, unk_token, end_of_word) -> bytes:
+    """Set the byte -> id table, the unknown and end-of-word ids; returns the end-of-word
+    marker's bytes (empty without one)."""
     mids = tok._mergeable_ids
-    tok._max_token_len = int(tok_lens[mids].max()) if len(ids) else 0
-
-    # Initial symbols.
+    tok._max_token_len = int(tok_lens[mids].max()) if len(mids) else 0
     single = mids[tok_lens[mids] == 1]
     tok._unk_id = -1
     if unk_token is not None:
@@ -113,7 +129,7 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
             raise ValueError(f"unk_token {unk_token!r} is not in the vocab or the special tokens")
         tok._unk_id = unk
     byte_id = np.full(256, tok._unk_id, dtype=np.int64)
-    byte_id[tok._tok_bytes[tok_off[single]]] = single
+    byte_id[tok._tok_bytes[tok._tok_off[single]]] = single
     tok._byte_id = byte_id
     tok._eow_id = -1
     eow_bytes = b""
@@ -124,9 +140,13 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
             raise ValueError(f"end_of_word {end_of_word!r} is not in the vocab or the special tokens")
         tok._eow_id = eow
     tok._units_code = 0 if units == "bytes" else 1
+    return eow_bytes
 
-    # Token table, pair table (rank mode: from every split of every token into two
-    # tokens; merge mode: from the merge list) and byte-pair table, in one kernel.
+
+def _pair_tables(tok, tok_lens: np.ndarray, merges, merge_ids, mergeable_dict, prebuilt, unk_token) -> None:
+    """Token table, pair table (rank mode: from every split of every token into two tokens;
+    merge mode: from the merge list) and byte-pair table, in one kernel."""
+    mids = tok._mergeable_ids
     tok._rank_mode = merges is None
     tok._merge_id_arrays = None
     if merges is None:
@@ -146,7 +166,7 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
         tok._tok_tab, dup, tok._pair_tab, tok._bp = prebuilt["tok_tab"], np.int64(-1), prebuilt["pair_tab"], prebuilt["bp"]
     else:
         tok._tok_tab, dup, tok._pair_tab, tok._bp = _k.build_tables(
-            tok._tok_bytes, tok_off, mids, tok_lens[mids], byte_id, lefts, rights, priorities, tok._rank_mode
+            tok._tok_bytes, tok._tok_off, mids, tok_lens[mids], tok._byte_id, lefts, rights, priorities, tok._rank_mode
         )
     # Read at random for every piece: on 2 MiB pages (see _native.hugepages).
     tok._tok_tab, tok._pair_tab = _hugepages.copy(tok._tok_tab), _hugepages.copy(tok._pair_tab)
@@ -154,16 +174,17 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
     if dup >= 0:
         tid = int(mids[dup])
         raise ValueError(f"token {tok._token_bytes(tid)!r} appears twice in the vocab (ids include {tid})")
-    tok._piece_caches = PieceCaches()
 
-    # Whole-piece table: a piece whose bytes are a key encodes to that single token.
+
+def _whole_piece_tables(tok, tok_lens: np.ndarray, eow_bytes: bytes) -> None:
+    """Whole-piece table: a piece whose bytes are a key encodes to that single token."""
     set_whole_table(tok, tok._tok_tab, tok._max_token_len)
-    if end_of_word is not None:
+    if tok.end_of_word is not None:
         cand = tok._mergeable_ids[tok_lens[tok._mergeable_ids] > len(eow_bytes)]
         ends = np.array([tok._token_bytes(int(t)).endswith(eow_bytes) for t in cand], dtype=bool)
         cand = cand[ends] if len(cand) else cand
         cand_lens = tok_lens[cand] - len(eow_bytes)
-        set_whole_table(tok, _k.build_key_table(tok._tok_bytes, tok_off, cand, cand_lens)[0], int(cand_lens.max()) if len(cand) else 0)
+        set_whole_table(tok, _k.build_key_table(tok._tok_bytes, tok._tok_off, cand, cand_lens)[0], int(cand_lens.max()) if len(cand) else 0)
     else:
         cand = tok._mergeable_ids
         cand_lens = tok_lens[cand]
@@ -173,22 +194,21 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
         tok._core = core_of(tok)
         keep = self_encoding(tok, cand, cand_lens)
         cand, cand_lens = cand[keep], cand_lens[keep]
-        set_whole_table(tok, _k.build_key_table(tok._tok_bytes, tok_off, cand, cand_lens)[0], int(cand_lens.max()) if len(cand) else 0)
+        set_whole_table(tok, _k.build_key_table(tok._tok_bytes, tok._tok_off, cand, cand_lens)[0], int(cand_lens.max()) if len(cand) else 0)
 
-    # Decode table: the end-of-word marker decodes to nothing.
-    if end_of_word is None:
+
+def _decode_table(tok, eow_bytes: bytes) -> None:
+    """Decode table: the end-of-word marker decodes to nothing."""
+    if not eow_bytes:
         tok._dec_bytes, tok._dec_off = tok._tok_bytes, tok._tok_off
-    else:
-        raw = tok._tok_bytes.tobytes()
-        parts = [raw[tok_off[i] : tok_off[i + 1]] for i in range(tok._max_id + 1)]
-        parts = [p[: -len(eow_bytes)] if p.endswith(eow_bytes) and not tok._is_special[i] else p for i, p in enumerate(parts)]
-        tok._dec_bytes = np.frombuffer(b"".join(parts), dtype=np.uint8).copy()
-        tok._dec_off = np.zeros(tok._max_id + 2, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)), out=tok._dec_off[1:])
-    tok._special_lookup = SpecialMatcher(tok._special_tokens)
-    head = os.path.commonprefix(list(tok._special_tokens))[:2]
-    tok._special_head = head if head or not tok._special_tokens else None
-    tok._decode_list = None
+        return
+    tok_off = tok._tok_off
+    raw = tok._tok_bytes.tobytes()
+    parts = [raw[tok_off[i] : tok_off[i + 1]] for i in range(tok._max_id + 1)]
+    parts = [p[: -len(eow_bytes)] if p.endswith(eow_bytes) and not tok._is_special[i] else p for i, p in enumerate(parts)]
+    tok._dec_bytes = np.frombuffer(b"".join(parts), dtype=np.uint8).copy()
+    tok._dec_off = np.zeros(tok._max_id + 2, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)), out=tok._dec_off[1:])
 
 
 def set_whole_table(tok, tab: np.ndarray, max_len: int) -> None:
