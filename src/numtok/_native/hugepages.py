@@ -1,7 +1,7 @@
 """Arrays on 2 MiB pages, for the tables the encoder reads at random.
 
-The token table (8 MiB for o200k), its extension and the piece cache (up to 64 MiB, and its arena) are read at
-random addresses, one or two per piece. On 4 KiB pages almost every such read also misses the
+The token table (8 MiB for o200k), its extension and the pair table are read at random
+addresses, one or two per piece. (Piece caches are not: see ``_kernels.new_piece_cache``.) On 4 KiB pages almost every such read also misses the
 TLB (Zen 3's covers 8 MiB), and the page walk stalls even a prefetch: ``encode_spans`` ran 5-9 %
 faster on o200k with these tables on 2 MiB pages (25 MB of text, one process).
 NumPy asks for huge pages itself for arrays >= 4 MiB, but its arrays start anywhere, so the

@@ -53,7 +53,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._native import hugepages as _hugepages
 from .._native.intrinsics import HIGH_BITS, load_u64, prefetch, read_only
 from .._native.jit import INLINE, cached_njit
 from .._native.sink import store_id_pair  # the import also registers CountSink (encode_spans counts into one)
@@ -684,8 +683,14 @@ def _cache_layout(cache):
 
 def new_piece_cache(bits: int) -> np.ndarray:
     """An empty piece cache: 2**bits two-way sets for short pieces, then the long-piece
-    region, then the arena (bits = 0: no cache at all)."""
-    return _hugepages.zeros(piece_cache_size(bits), np.uint64)
+    region, then the arena (bits = 0: no cache at all).
+
+    On 4 KiB pages, unlike the tables (``_native.hugepages``): a cache is made anew each time
+    it grows, and written at random from its first call, so its pages are all faulted in at
+    once, where a huge page's first touch can cost milliseconds (compaction, or a virtual
+    machine's host mapping fresh memory); a cold call and the call that grows its cache were
+    the ones that paid, and warm calls ran no faster on huge pages."""
+    return np.zeros(piece_cache_size(bits), np.uint64)
 
 
 @njit(**INLINE)

@@ -27,7 +27,7 @@ from . import _kernels as _k
 # as it fills, which only pieces of 65+ bytes do (CJK, Japanese, Thai).
 CACHE_BITS = 19
 MIN_CACHE_BITS = 14
-GROW_BITS = 1  # crowded long sets or arena double it: its new memory costs up to ~2 ms per MiB at first touch
+GROW_BITS = 1  # crowded long sets or arena double it: its new memory is faulted in at first touch
 # How much text goes into a cache between two looks at how full it is (until it is full size):
 # a look reads ~2k words at random (~0.1 ms), 256 KiB take 1-10 ms to encode.
 CHECK_BYTES = 1 << 18
