@@ -336,8 +336,10 @@ class Listener(event.Listener):
     def on_end(self, e):
         pass
 event.register("numba:compile", Listener())
-ids = numtok.load("r50k_base").encode("hello world, naïve café")
-print(json.dumps({"ids": ids.tolist(), "compiled": compiled, "modules": sorted(modules)}))
+enc = numtok.load("r50k_base")
+ids = enc.encode("hello world, naïve café")  # a short call's kernel
+ids_long = enc.encode("hello world, naïve café " * 300)  # past the short calls: one kernel call
+print(json.dumps({"ids": ids.tolist(), "long": ids_long.tolist(), "compiled": compiled, "modules": sorted(modules)}))
 """
 
 
@@ -355,8 +357,10 @@ def test_a_first_encode_compiles_only_its_patterns_scanner_and_a_second_process_
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     cold, warm = runs
     assert cold["ids"] == warm["ids"] == reference("r50k_base").encode("hello world, naïve café")
-    assert {"_split_gpt2", "encode_text_gpt2", "encode_docs_range_gpt2"} <= set(cold["compiled"])
-    assert not {"_split_cl100k", "_split_o200k", "encode_text_cl100k", "encode_docs_range_o200k"} & set(cold["compiled"])
+    assert cold["long"] == warm["long"] == reference("r50k_base").encode("hello world, naïve café " * 300)
+    assert {"_split_gpt2", "encode_short_gpt2", "encode_text_gpt2", "encode_docs_range_gpt2"} <= set(cold["compiled"])
+    others = {"_split_cl100k", "_split_o200k", "encode_short_cl100k", "encode_text_cl100k", "encode_docs_range_o200k"}
+    assert not others & set(cold["compiled"])
     assert "numba.cpython.unicode" not in cold["modules"]
     assert warm["compiled"] == []
 
