@@ -1,9 +1,10 @@
 """Arrays on 2 MiB pages, for the tables the encoder reads at random.
 
 The token table (8 MiB for o200k), its extension and the pair table are read at random
-addresses, one or two per piece. (Piece caches are not: see ``_kernels.new_piece_cache``.) On 4 KiB pages almost every such read also misses the
-TLB (Zen 3's covers 8 MiB), and the page walk stalls even a prefetch: ``encode_spans`` ran 5-9 %
-faster on o200k with these tables on 2 MiB pages (25 MB of text, one process).
+addresses, one or two per piece. (Piece caches are not: see ``_kernels.new_piece_cache``.) On
+4 KiB pages almost every such read also misses the TLB (Zen 3's covers 8 MiB), and the page
+walk stalls even a prefetch; on 2 MiB pages the TLB covers the tables and these reads miss
+only the data caches (design.md §5, huge pages).
 NumPy asks for huge pages itself for arrays >= 4 MiB, but its arrays start anywhere, so the
 first and last 2 MiB stay on small pages, and arrays made inside Numba kernels get none.
 
@@ -12,10 +13,10 @@ Where the system has no transparent huge pages (or they are off), these are ordi
 Arrays of 256 MiB or more written once from start to end (the ids and UTF-8 of texts of
 64-256 MB and up) are kept on 4 KiB pages instead (:func:`empty_written_once`): NumPy advises
 any array of 4 MiB or more onto huge pages, and a fault there can stall for milliseconds a page
-(compaction, or on a VM memory the host must map again). On fresh 100 MB strs, 4 of 9
-``encode_ordinary`` calls spent 120-256 ms more in the kernel (0.5-0.7x their speed) until the
-ids array was kept off huge pages; on 9-30 MB texts huge pages stalled 1 call in 22 and small
-pages cost 3-5 % (one fault per 4 KiB), so smaller arrays keep NumPy's advice.
+(compaction, or on a VM memory the host must map again). An array written once from start
+to end gains nothing from the TLB, so the biggest ones are kept off huge pages and their calls
+no longer stall; below that size the stalls are rare and small pages cost a fault per 4 KiB,
+so smaller arrays keep NumPy's advice.
 """
 
 from __future__ import annotations

@@ -208,7 +208,7 @@ def read_only(typingctx, arr):
     """``arr`` typed as a read-only array: the same memory, no copy. Numba compiles a kernel
     once per argument type, and read-only is a type of its own; kernels that only read text
     (the scanners, the word counter) take it read-only from every caller, so that an encoder
-    kernel's call does not compile another 10-20 s specialisation of a scanner."""
+    kernel's call does not compile another specialisation of a scanner (a large compile)."""
     if not isinstance(arr, types.Array):
         return None
     ro = arr.copy(readonly=True)
@@ -463,8 +463,8 @@ def _target_features() -> str:
 # vpcompressb (AVX-512 VBMI2 with VL): where LLVM lowers a byte compress to one instruction.
 # Elsewhere it would lower to 64 conditional moves, slower than the scalar loop. LLVM 19 is the
 # first with a compress in a register (``llvm.experimental.vector.compress``); older ones have
-# only the compress-store, whose memory form of vpcompressb AMD Zen 4 runs microcoded (about
-# one per 140 cycles).
+# only the compress-store, whose memory form of vpcompressb AMD Zen 4 runs microcoded, far
+# slower than the register form.
 HAS_BYTE_COMPRESS = tuple(binding.llvm_version_info) >= (19,) and all(
     f"+{f}" in _target_features().split(",") for f in ("avx512vbmi2", "avx512bw", "avx512vl")
 )

@@ -227,8 +227,8 @@ class KernelCache(caching.Cache):
                              if chosen.level is not None else None)
 
     def load_overload(self, sig, target_context):
-        # Numba refreshes the whole target context before a load: ~700 modules (its lowering
-        # registries, scipy.linalg), 0.8 s and 70 MB that only compiling needs. Machine code
+        # Numba refreshes the whole target context before a load: hundreds of modules (its
+        # lowering registries, scipy.linalg), time and memory that only compiling needs. Machine code
         # from the cache needs the runtime (NRT) symbols alone; a miss compiles, and the
         # compiler refreshes the context itself.
         rtsys.initialize(target_context)
@@ -282,8 +282,7 @@ class KernelCache(caching.Cache):
 
 
 # Numba runs every installed ``numba_extensions`` entry point the first time anything is compiled
-# or loaded: awkward's imports awkward and pyarrow, 40 MB and a quarter of a second before a
-# first encode. numtok's kernels use no extension, so a thread compiling or loading one of them
+# or loaded: awkward's imports awkward and pyarrow, all of it before a first encode. numtok's kernels use no extension, so a thread compiling or loading one of them
 # does not run those entry points; the first compile of any other code in the process runs them.
 _loading = threading.local()
 

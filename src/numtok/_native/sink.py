@@ -5,7 +5,7 @@ The encoder's loop writes ids with ``out[k] = v`` and checks ``out.shape[0]`` fo
 which every write is nothing and the room is the sink's length: the ids are counted, not kept,
 and the encoding specialisation (for an int32 array) is compiled from unchanged source, so it
 is exactly what it was. (Branches on ``out is None`` in the loop did the same for counting but
-moved the encoding loop's registers around: encoding measured 2-5 % slower.)
+moved the encoding loop's registers around, and encoding came out slower.)
 """
 
 from __future__ import annotations
@@ -125,5 +125,5 @@ def _store_id_pair(out, k, pair):
 
 
 # Read by Numba's typeof before anything else: a call with a sink costs what one with an array
-# does (the registered typeof above alone added ~7 us a call).
+# does (through the registered typeof above alone, every call fell back to typing it in Python).
 CountSink._numba_type_ = count_sink_type  # type: ignore[attr-defined]

@@ -313,8 +313,9 @@ def contains_any(data, n, needles, needle_off, b0, b1):
     empty, each starting with byte ``b0`` or ``b1``) occurs in ``data[:n]``.
 
     Eight bytes at a time: a word is looked at only if one of its bytes may be ``b0`` or ``b1``
-    (the zero-byte test on ``word ^ b * 0x0101...``): ~16 ms per 100 MB of mixed text for
-    OpenAI's special tokens, ~3.4x a ``regex`` search for them.
+    (the zero-byte test on ``word ^ b * 0x0101...``): for OpenAI's special tokens (all
+    starting with ``<``) few words of text pass it, so the scan runs well ahead of a ``regex``
+    search for them.
 
     >>> flat = np.frombuffer(b"<|a|><|b|>", np.uint8); off = np.array([0, 5, 10])
     >>> text = np.frombuffer(b"x <| <|b|> y", np.uint8)

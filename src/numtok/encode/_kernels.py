@@ -20,20 +20,20 @@ with linear probing, power-of-two sizes, load factor <= 1/2:
   to 64 bytes) and short ones of more than 4 ids (CJK letters) in a two-way long-piece region; any
   longer piece, or one of more than 21 ids, in an append-only arena with its own index.
 
-Why it is shaped this way (cl100k_base on mixed English text, one thread):
+Why it is shaped this way (the measurements behind it: design.md §5):
 
-* 88 % of pieces are a single token (o200k: 90 %). Those of <= 8 bytes (most) cost one masked
+* Most pieces of English text are a single token. Those of <= 8 bytes (most) cost one masked
   load, one hash (shared with the piece cache) and one probe tested without a branch on the
-  length; one- and two-byte pieces take the same path, because length branches there are
-  mispredicted for a third of the pieces (6-16 % of the loop).
-* Of the other 12 %, a warm piece cache answers ~90 %; the rest are merged. A piece seen for
-  the first time costs ~0.5-0.8 us, mostly waiting on pair-table lines (3-8 MB tables): the
+  length; one- and two-byte pieces take the same path, because a branch on the length there
+  is mispredicted whenever short and longer pieces alternate, as they do in prose.
+* Of the others, a warm piece cache answers most; the rest are merged. A piece seen for the
+  first time is merged mostly waiting on pair-table lines (3-8 MB tables read at random): the
   largest single cost of a first pass over new text. In CJK text most adjacent letter pairs
-  are no pair at all, which the pair filter answers from a 256-512 KiB table.
-* Lookups are prefetched ``_PREFETCH_DISTANCE`` pieces ahead (-25 % time): with megabyte
-  tables and random pieces the loop is otherwise bound by memory latency. 20 on 2 MiB pages:
-  12 English pieces (4-5 bytes, ~15 ns each) pass before a line comes from memory, and 28+
-  was slower on CJK, whose pieces are longer.
+  are no pair at all, which the pair filter answers from a 256-512 KiB table that stays in cache.
+* Lookups are prefetched ``_PREFETCH_DISTANCE`` pieces ahead: with megabyte tables and random
+  pieces the loop is otherwise bound by memory latency, and the prefetches hide the misses.
+  The distance is enough short English pieces for a line to arrive from memory before it is
+  read, and no more: on CJK, whose pieces take longer each, a larger one fetched lines too early.
 * Merging uses tiktoken's O(n*m) scan for short pieces and a binary heap over a linked list
   of symbols from ``heap_min`` symbols on, so one enormous piece ("a" * 10**6, a megabyte of
   CJK) costs O(n log n). Ties go to the leftmost pair in both: the scan packs
@@ -43,9 +43,9 @@ Why it is shaped this way (cl100k_base on mixed English text, one thread):
 * Work arrays are sized once per call: rebinding arrays inside the loop costs reference-count
   traffic on every piece.
 * Table slots and the loop's hot indices are unsigned (``_u``): a signed index costs three
-  instructions of wraparound for negative values on every access (3-7 % of the loop).
-* Merging stays inline in the loop: a separate kernel would take ~30 arrays per call (first
-  passes ~15 % slower).
+  instructions of wraparound for negative values on every access.
+* Merging stays inline in the loop: a separate kernel would take ~30 arrays per call, each
+  unboxed and checked on every call, which first passes over new text (many merges) pay.
 """
 
 from __future__ import annotations
@@ -94,11 +94,10 @@ _NO_IDS = np.uint64(0xFFFFFFFFFFFFFFFF)
 # half as many entries as sets (a cache of 2**bits sets is 16 << bits words): 16 uint64 each,
 # the piece's bytes (8 words, zero-padded), then n_ids << 8 | length, then up to 21 ids, three
 # per word (21 bits each, see ID_BITS). Two adjacent entries make a set (way 0 keeps the set's
-# first piece, way 1 takes every later one, as in the short sets): CJK text has ~100k distinct
-# long pieces in 28 MB, and direct-mapped, a warm pass missed 28 % (16 %) of them at 2**17
-# (2**18) entries, two-way 17 % (6 %). (It grows with the cache: a fixed size missed most long
-# pieces of 100 MB of text, each then merged from 16+ symbols; CJK text has a distinct piece
-# of 9+ bytes every 50-120 bytes.) A 16-64-byte token is kept there too, as a piece of one id.
+# first piece, way 1 takes every later one, as in the short sets): CJK text has many distinct
+# long pieces, which evict each other direct-mapped; two ways of the same memory miss far fewer
+# (design.md §5). (It grows with the cache: a fixed size missed most long pieces of a big text,
+# each then merged from 16+ symbols.) A 16-64-byte token is kept there too, as a piece of one id.
 LONG_SHIFT = 1
 LONG_MAX_BYTES = 64
 LONG_MAX_IDS = 21
@@ -136,8 +135,9 @@ _HASH_MASK_U = np.uint64(_HASH_MASK)
 _SAMPLE_SPANS = 512
 _SAMPLE_PIECES = 64
 _SAMPLE_EVERY = 1 << 18  # bytes of text between two samples in encode_docs_range (an encode_spans call's worth)
-# Pieces encode_docs_range scans, then encodes, at a time: 128 KiB of spans, 40-100 KiB of text
-# (English at 100 MB: 1024 ran 0.95x, 4096 0.99x, 16384 1.0x as fast; other scripts the same).
+# Pieces encode_docs_range scans, then encodes, at a time: 128 KiB of spans, 40-100 KiB of text.
+# Fewer call the scanner more often per piece; the spans of many more push table lines out of
+# the core's cache before the loop reads them (design.md §5, batches of pieces).
 SPAN_BATCH = 8192
 
 # Status codes returned by encode_spans.
@@ -788,8 +788,8 @@ def _arena_store(cache, index, bits, head, dbase, data, s, L, h, sym, n, lslot):
 def _short_put(cache, cslot, k0, k1, packed0, packed1):
     """Store a short piece's entry in its set at cslot (nothing if cslot < 0). Way 0 keeps the
     set's first entry, way 1 takes every later one: in a set that three or more pieces share,
-    the first (most often the most frequent) is not evicted by the rest (28% fewer misses than
-    moving way 0 to way 1, on 100 MB)."""
+    the first (most often the most frequent) is not evicted by the rest, as it would be if
+    way 0 moved to way 1 on every new piece."""
     if cslot >= 0:
         e = cslot if cache[cslot + 1] == _U64_0 else cslot + 4
         cache[e] = k0
@@ -924,9 +924,10 @@ def _prefetch_piece(
 def mostly_tokens(data, spans, j, whole_tab, max_whole_len):
     """Whether at least 40 % of the first ``_SAMPLE_PIECES`` non-ASCII pieces of up to 8 bytes
     in the ``_SAMPLE_SPANS`` from span ``j`` are tokens in their home slot of the token table:
-    such pieces then look there first, as ASCII ones do (1.03-1.07x on CJK, Cyrillic, o200k's
-    Korean and Devanagari); else only in the piece cache (cl100k's Devanagari, a third of its
-    short pieces tokens and 80 % of its pieces: 0.95x when they looked there too)."""
+    such pieces then look there first, as ASCII ones do (CJK, Cyrillic, o200k's Korean and
+    Devanagari: a hit spares the piece cache's line); else only in the piece cache (cl100k's
+    Devanagari, whose short pieces are mostly not tokens: a first look in the token table would
+    mostly read a line for nothing)."""
     wbits = _table_bits(whole_tab)
     n = 0
     hits = 0
@@ -974,7 +975,7 @@ def encode_spans(data, spans, docs, doc_special, doc_end, j, d, out, k, core, ca
     wide_tokens = mostly_tokens(data, spans, j, core.whole_tab, core.max_whole_len)
     # The loop runs without reference counting (see encode_loop), so it allocates nothing:
     # it stops at a piece too long for its work arrays, which are made bigger here, so no pass
-    # over the spans looks for the longest piece first (such a pass is 3 % of English's time).
+    # over the spans looks for the longest piece first (a pass that would read every span again).
     size = np.int64(WORK_MIN)  # not the literal: helpers typed while it is one would compile for it
     while True:
         sym, pp, nxt, prv, heap = work_arrays(size)
@@ -1015,8 +1016,8 @@ def encode_loop(
     # (its one set is empty, and a key holds the length: nothing matches it).
     cshift = np.uint64(64 - cache_bits) if cache_bits > 0 else np.uint64(0)
     cmask = (np.uint64(1) << np.uint64(cache_bits)) - np.uint64(1)
-    # Where short pieces of more than 4 ids are common (cl100k's Korean and CJK: 6-11 % of
-    # pieces; what the last call on this cache saw), a short piece of 10+ bytes whose first or
+    # Where short pieces of more than 4 ids are common (cl100k's Korean and CJK; what the last
+    # call on this cache saw), a short piece of 10+ bytes whose first or
     # second byte starts a 3-byte character gets its long-region set prefetched; elsewhere
     # (o200k, which has such pieces as single tokens) only 12+ bytes starting with one.
     many = cache_bits > 0 and cache[head + 2] != _U64_0
@@ -1122,7 +1123,7 @@ def encode_loop(
                 # Not in the token table's home slot nor in the piece cache (both lines were
                 # prefetched): a token further along its probe chain, a piece in the long-piece
                 # region, or a piece to merge. (Probing the chain before the cache cost a line
-                # not prefetched for most pieces not whole: 2-5 % of the time; a short piece's
+                # not prefetched for most pieces not whole, a wait on memory; a short piece's
                 # chain is probed before the long region, whose line was not prefetched; a long
                 # piece's after it.)
                 if L <= cache_max and L <= max_whole_len and not in_long:
@@ -1266,7 +1267,7 @@ def _note_marks(cache, cache_bits, head, n_marked, n_pieces):
 def _scanning_kernels(scanner: int):
     """``encode_docs_range`` and ``encode_text`` for scanner number ``scanner``
     (``_scanners.SCANNER_IDS``), a constant of each: a first run compiles only the scanner of
-    the pattern it uses (cl100k alone compiled all three, 30 s of a 72 s first run). Their
+    the pattern it uses (a scanner is a large compile, and a call needs one). Their
     cache files are named after the scanner, and ``jit.KernelCache`` keys them by their
     cells: the number, and for ``encode_text`` the ``encode_docs_range`` it calls."""
 
@@ -1274,9 +1275,9 @@ def _scanning_kernels(scanner: int):
         """Pre-tokenize the documents ``docs`` of ``data`` (padded, or followed by more text) with
         the scanner and encode them into ``out`` from position ``k``, ``batch`` pieces at a
         time: each batch is scanned, then encoded while its spans (16 bytes a piece) and text
-        are still in the core's cache. (Scanned 256 KiB at a time, English's spans took 850
-        KiB, which pushed the token table's and piece cache's lines out of a 2 MiB L2 before
-        the loop read them: the loop ran 1.2x slower.) After document ``d`` ends,
+        are still in the core's cache. (Scanned 256 KiB at a time, English's spans outgrew
+        the text several times over and pushed the token table's and piece cache's lines out
+        of the core's L2 before the loop read them.) After document ``d`` ends,
         ``doc_special[d]`` (if >= 0) is emitted and ``doc_end[d]`` set to the ids so far.
         Returns ``(status, k, d, position)``. ``ST_FULL``: ``out`` holds the ids up to
         document ``d``'s text before ``position`` (a piece's start, or the document's end when
@@ -1346,7 +1347,7 @@ def _scanning_kernels(scanner: int):
         ``(status, ids, error_position)`` as ``encode_spans`` does. The output has room for the
         worst case (at most 256 KiB of text: address space, only the ids are written), and the
         ids are returned in an array of their own, not a view of it that a caller keeping them
-        would keep too (4.5x English's ids)."""
+        would keep too (room for one id a byte, several times what most text gives)."""
         docs = np.empty((1, 2), np.int64)
         docs[0, 0] = 0
         docs[0, 1] = n

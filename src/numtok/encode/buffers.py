@@ -62,7 +62,8 @@ def padded_utf8_of(text: str) -> np.ndarray:
     """:func:`padded` UTF-8 of one text (lone surrogates -> U+FFFD). Long texts are copied
     from the UTF-8 the str holds (``utf8_in_place``) or else written straight from its
     characters (half the time of ``str.encode`` and a copy); short ones are not: Numba types a
-    str argument in Python, ~4 us a call (``str.encode`` copies a kept UTF-8 too)."""
+    str argument in Python on every call, a fixed cost a short text does not earn back
+    (``str.encode`` copies a kept UTF-8 too)."""
     if len(text) >= DIRECT_UTF8_CHARS:
         in_place = utf8_in_place(text)
         if in_place is not None:

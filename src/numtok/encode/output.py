@@ -2,13 +2,11 @@
 
 A kernel needs room for the worst case of the piece it is about to write (one id a byte, two
 with an end-of-word suffix), and says ``ST_FULL`` where that room is missing. The array starts
-at ``EXPECTED_IDS_PER_BYTE`` of the text, not at the worst case for all of it: that is 2.5-9x
-the ids (a str's characters times the most bytes one of them may take), which NumPy puts on
-huge pages from 4 MiB on, and each call faulted in and cleared fresh pages. An array near the
+at ``EXPECTED_IDS_PER_BYTE`` of the text, not at the worst case for all of it: that is several
+times the ids (a str's characters times the most bytes one of them may take), which NumPy puts
+on huge pages from 4 MiB on, and each call faulted in and cleared fresh pages. An array near the
 ids' size is smaller and, below the C library's mmap threshold, made of memory the process
-already has: ``encode_ordinary`` ran 1.09-1.15x as fast on 20 MB of Latin-script text and
-0.99-1.06x on 1 MB of mixed-script text (next to the old code in one process, whose arrays
-share the heap). Counting (``CountSink``) keeps the worst case: it writes nothing; so does
+already has, with no page to fault in or clear. Counting (``CountSink``) keeps the worst case: it writes nothing; so does
 ``encode_text`` (at most 256 KiB of text), which returns a copy of its ids.
 """
 
@@ -23,8 +21,8 @@ from .._native.sink import CountSink
 EXPECTED_IDS_PER_BYTE = 0.5
 IDS_SLACK = 64
 # The ids of texts of this many bytes or more stay on 4 KiB pages (see _native/hugepages.py):
-# on huge pages, a first encode_ordinary of 100 MB ran at 75-89 MB/s instead of 103-111, and
-# calls on new strs varied 167-189 MB/s instead of 177-181.
+# on huge pages a fault may stall while the system finds a 2 MiB page, so a first call on a
+# long text, and calls on new strs, ran slower and varied more.
 SMALL_PAGES_TEXT = 64 << 20
 
 

@@ -159,7 +159,7 @@ def _build(name: str, spec: _Encoding) -> Tokenizer:
 
 
 # ----------------------------------------------------------------------------------------------
-# On-disk cache of the built tables (the slow part of load: ~0.1-0.2 s for o200k_base).
+# On-disk cache of the built tables (building them from the rank file is the slow part of load).
 # Keyed by the encoding, the rank file's sha256, its special tokens and the kernel source (the
 # table layout lives there); written atomically; anything unreadable is rebuilt. Location:
 # $NUMTOK_CACHE_DIR, else $XDG_CACHE_HOME/numtok, else ~/.cache/numtok; NUMTOK_CACHE_DIR=""

@@ -25,8 +25,8 @@ def encode_streamed(tok, text: str, needles: tuple | None = None, count: bool = 
     repairs it), or if a block may hold one of ``needles`` (``_block_needles``: special
     tokens the caller must look for in the whole text).
 
-    The whole text's UTF-8 is never written out (100 MB of fresh pages the OS must zero,
-    then read twice from memory): each block is still in cache when the scanner and the
+    The whole text's UTF-8 is never written out (fresh pages as big as the text, which the OS
+    must zero, then read twice from memory): each block is still in cache when the scanner and the
     encoder read it. A block is encoded up to its last cut (``cut_documents``' rule: every
     named pattern starts a piece there, whatever precedes it); the rest is carried into the
     next block. A surrogate found late wastes the blocks before it (rare: the caller then
@@ -84,8 +84,8 @@ _TAIL_BYTES = 4096
 
 def _encode_in_place(tok, data: np.ndarray, needles: tuple | None, count: bool) -> np.ndarray | int | None:
     """``encode_streamed`` of a text whose UTF-8 the str already holds (``_pystr.utf8_in_place``):
-    the same blocks, each read where it is instead of written from the characters first (1.2x
-    on Korean text). The data's last bytes, from the last cut before its final
+    the same blocks, each read where it is instead of written from the characters first (a
+    write and a read of each block spared, most where characters take several bytes). The data's last bytes, from the last cut before its final
     ``_TAIL_BYTES`` (all of it if there is none), are encoded from a padded copy. ``data`` is
     only read."""
     n = len(data)

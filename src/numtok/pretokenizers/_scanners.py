@@ -40,7 +40,7 @@ slid 32 bytes at a time (``_slide_window``), and cuts pieces three ways, fastest
 one test: a piece that starts with a non-ASCII character (``_nonascii_piece``: a non-ASCII
 first letter after a space or not, a letter run after one non-ASCII mark or punctuation, a
 run of marks and punctuation: most pieces of CJK, Hangul, Cyrillic and Devanagari text) is
-measured straight away, without the masks (1.1-1.75x on those scripts, 0.97-1.0x on English;
+measured straight away, without the masks (they would only say "not plain" for such a piece;
 cl100k's Indic pieces by a state table, ``_cl100k_wide_run``), except (cl100k, o200k) one
 that starts with a CJK or kana letter, or a Hangul word after a space: the window's masks
 then take CJK, kana and Hangul letters as letters and 3-byte CJK and general punctuation as
@@ -54,7 +54,7 @@ within 8 bytes (a full stop between Hangul words), takes way 3 without loading a
    so the window's piece starts are one bit
    expression of its masks, and the pieces from the current one up to the first byte that is
    not plain are written from it with a count of trailing zeros each: no branch per piece to
-   mispredict. 80-82% of the pieces of the benchmark text.
+   mispredict. Most pieces of English and code are cut this way.
 2. One piece from the masks (o200k and cl100k): its end is the trailing zeros of a mask
    shifted to its start, with no byte loaded on the way from one piece to the next.
 3. The general per-character code (``_gpt2_piece``, ``_cl100k_piece``, ``_o200k_piece``,
@@ -64,7 +64,7 @@ within 8 bytes (a full stop between Hangul words), takes way 3 without loading a
 The kernels allocate nothing and are compiled without Numba's reference counting (``_kernel``):
 with it, each call of a helper taking the arrays cost an atomic incref/decref pair. Output
 arrays are allocated by NumPy (huge pages). Step 2 chooses the run mask with branches: selects
-make a longer dependency chain (0.78x).
+make a longer dependency chain from one piece to the next, and the branches predict well.
 
 Kernels take ``(data, docs, flags, out, n, d, i)``: they write pieces into ``out`` from row ``n``,
 starting at byte ``i`` of document ``d``, and return the new ``(n, d, i)``; ``d == len(docs)``
@@ -109,10 +109,10 @@ _INVALID = np.uint8(BIT_O)  # a byte that starts no valid UTF-8 character: "othe
 _jit = cached_njit(nogil=True)
 # The scanning kernels allocate nothing, so they run without Numba's reference counting:
 # with it, every call of a helper that takes the arrays (the general path of a piece) and
-# every inlined one increfs and decrefs them, atomically (up to a fifth of cl100k's time).
+# every inlined one increfs and decrefs them, atomically, on the scan's hottest path.
 _kernel = cached_njit(nogil=True, _nrt=False)
 # Indexing with an unsigned integer spares Numba's negative-index handling (a compare and a
-# select per access, measured 5-13% of the kernels' time); every index here is >= 0.
+# select on every access, in the innermost loops); every index here is >= 0.
 _u = np.uint64
 _inline = njit(**INLINE)  # inlined by LLVM into its callers only: nothing to cache
 
@@ -165,7 +165,7 @@ def _char_nonascii(data, p, end, flags):
     """(class, byte length) of the non-ASCII character starting at ``data[p]``. A 3-byte one
     (CJK, Hangul, Devanagari) is tested first, its checks in one branch. Inlined: as a function
     of its own, with the checks of overlong and surrogate forms, LLVM left it a call (one per
-    2-byte character of Cyrillic or Greek text: 0.85-0.9x the scan)."""
+    2-byte character of Cyrillic or Greek text, on the scan's hottest path)."""
     b0 = np.int64(data[_u(p)])
     if b0 >= 0xE0 and b0 < 0xF0 and p + 2 < end:
         b1 = np.int64(data[_u(p + 1)])
@@ -273,7 +273,7 @@ def _letters3(data, wb, lo, hi):
     """``lo`` of the window at ``wb`` with the bytes of its CJK, kana and Hangul letters
     (``letter3_leads64``) set, where the cl100k and o200k kernels' masks take them as small
     letters (``lo & hi``: a Hangul word was one piece each by the general path, at a branch
-    mispredicted per piece: Korean scanned at 0.53x), and the first bytes of its CJK and
+    mispredicted per piece), and the first bytes of its CJK and
     general punctuation (``punct3_leads64``), which the masks take as "other". Sliding
     shifts the letters with ``lo``; the punctuation is found again."""
     if hi == _M0:  # no byte of the window is one
@@ -281,7 +281,7 @@ def _letters3(data, wb, lo, hi):
     q = _letter3_leads64(data, wb)
     lo |= q | (q << _M1) | (q << _M2)
     if hi & ~lo & (_M_ALL >> _M2) == _M0:  # all letters (Hangul words; the last two bytes may
-        # start one that ends past the window): no punctuation to look for (5 % of Korean's scan)
+        # start one that ends past the window): no punctuation to look for, a search spared
         return lo, _M0
     return lo, _punct3_leads64(data, wb)
 
@@ -293,7 +293,8 @@ def _window_with_letters3(data, i, end, wb, fast, letters3, lo, up, dg, ws, hi, 
     punctuation in ``p3`` (``_letters3``) from a CJK or Hangul word (``letters3``) on, while
     it holds such letters. Returns ``moved`` (the window or its ``lo`` changed: the masks made
     from them must be made again), then the state; ``p3`` only where ``moved`` (the masks keep
-    what the kernels need of it: one mask more carried from piece to piece cost English 2 %)."""
+    what the kernels need of it: one mask more carried from piece to piece takes a register
+    from every text's loop, ASCII's too)."""
     moved = not fast or i - wb >= 32
     p3 = _M0
     if moved or (letters3 and lo & hi == _M0):
@@ -531,9 +532,9 @@ def _class_run(data, p, end, flags, mask):
 def _two_byte_run(data, p, end, flags, mask):
     """Where the run of 2-byte characters (Cyrillic, Greek, ...) with a class bit in ``mask``
     from byte ``p`` stops: one branch a character, the bytes' checks and the class together
-    (``_class_run`` takes over there; a byte it would not decode the same way stops it). 1.08x
-    on Russian text; the same for 3-byte letters was slower on Hangul and Devanagari (runs of
-    2-4 letters)."""
+    (``_class_run`` takes over there; a byte it would not decode the same way stops it). It
+    pays on Russian's long runs; the same for 3-byte letters did not on Hangul and Devanagari,
+    whose runs of 2-4 letters end before its setup is earned back."""
     while p + 1 < end:
         b0 = np.int64(data[_u(p)])
         b1 = np.int64(data[_u(p + 1)])
@@ -607,7 +608,8 @@ def _nonascii_piece(data, i, end, flags, pattern):
     if pattern != 0 and (b >= 0xE3) & (b <= 0xED) & ((j > i) | (b <= 0xE9)):  # one branch
         # CJK and kana (E3-E9) wherever they are: the masks take their letters and
         # punctuation, so most pieces after one are cut from them too. Hangul (EA-ED) only
-        # after a space: a window's test on every piece of a word after no space cost 2-4 %.
+        # after a space: a window's test on every piece of a word after no space costs more
+        # than the masks save on such short runs.
         return -3
     if pattern == 1 and data[_u(j)] == 0xE0 and j + 1 < end and data[_u(j + 1)] >= 0xA4:
         return -2
@@ -928,7 +930,7 @@ def _split_cl100k(data, docs, flags, out, n, d, i):
             )
             if moved:
                 off = i - wb
-                if p3 == _M0:  # the same masks with p3 a constant: ASCII text's (0.97x without)
+                if p3 == _M0:  # the same masks with p3 a constant, which LLVM folds: ASCII text's
                     let, stop, om, pl, starts, bad = _cl100k_masks(lo, up, dg, ws, hi, nl, sp, ap, valid, _M0)
                 else:
                     let, stop, om, pl, starts, bad = _cl100k_masks(lo, up, dg, ws, hi, nl, sp, ap, valid, p3)
@@ -1121,7 +1123,7 @@ def _split_o200k(data, docs, flags, out, n, d, i):
             )
             if moved:
                 off = i - wb
-                if p3 == _M0:  # the same masks with p3 a constant: ASCII text's (0.97x without)
+                if p3 == _M0:  # the same masks with p3 a constant, which LLVM folds: ASCII text's
                     let, stop, om, pl, bl, starts, bad = _o200k_masks(lo, up, dg, ws, hi, nl, sp, sl, ap, valid, _M0)
                 else:
                     let, stop, om, pl, bl, starts, bad = _o200k_masks(lo, up, dg, ws, hi, nl, sp, sl, ap, valid, p3)
@@ -1240,7 +1242,7 @@ def scan_into(scanner, data, docs, flags, out, d, i):
 
     ``scanner`` must be a constant of the calling kernel (a closure's cell): Numba then
     prunes the other branches before typing, and the caller compiles only that scanner
-    (each takes 10-22 s of Numba's passes)."""
+    (each is a large compile: its helpers are inlined into it)."""
     zero = np.int64(0)  # not the literal 0: the kernels keep the one signature Python calls
     if scanner == 0:
         return _split_gpt2(data, docs, flags, out, zero, d, i)
@@ -1285,7 +1287,7 @@ def _scan(kernel, data, docs, flags) -> np.ndarray:
         return np.zeros((0, 2), dtype=np.int64)
     nbytes = int((docs[:, 1] - docs[:, 0]).sum())
     # The output is allocated by NumPy, not inside the kernel: NumPy asks the kernel for huge
-    # pages on big arrays, which makes first-touching tens of MB 3-4x cheaper here.
+    # pages on big arrays: first touching them takes a fault per 2 MiB, not per 4 KiB.
     out, n = _run_kernel(kernel, data, docs, flags, np.empty((_initial_capacity(nbytes), 2), dtype=np.int64))
     return out[:n]
 
@@ -1300,7 +1302,7 @@ def _scan_parallel(kernel, data, groups, flags) -> np.ndarray:
     offsets = np.concatenate(([0], np.cumsum(caps)))
     out = np.empty((int(offsets[-1]), 2), dtype=np.int64)
     views = [out[offsets[k] : offsets[k + 1]] for k in range(len(groups))]
-    # A pool per call: its ~0.1 ms start is small next to a >= 1 MiB scan, and callers on
+    # A pool per call: starting its threads is small next to a scan of 1 MiB or more, and callers on
     # several threads never share (or shut down) one.
     with ThreadPoolExecutor(max_workers=len(groups) - 1, thread_name_prefix="numtok-pretok") as pool:
         futures = [pool.submit(_run_kernel, kernel, data, groups[k], flags, views[k]) for k in range(1, len(groups))]

@@ -83,7 +83,7 @@ def _load() -> tuple[np.ndarray, str]:
 
 
 def class_table() -> np.ndarray:
-    """The read-only uint8 flag table, indexed by code point (loaded once, ~1 ms)."""
+    """The read-only uint8 flag table, indexed by code point (loaded once per process)."""
     return _load()[0]
 
 

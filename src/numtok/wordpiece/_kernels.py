@@ -43,11 +43,13 @@ Encoding
 Performance notes
     - No array is re-bound inside a hot loop: when an array must grow, the inner kernel
       returns and an outer one grows it and resumes. (Re-binding an array variable in a loop
-      makes Numba reference-count it on every iteration; it made word counting 6x slower.)
+      makes Numba reference-count it on every iteration, atomically, which outweighs the
+      loop's own work.)
     - Encoding allocates its output for the worst case (one token per normalized character)
       for the same reason, and takes few array arguments: Numba's dispatch cost grows with each.
     - No ``inline="always"``: LLVM inlines the small helpers anyway (same speed, measured),
-      while Numba-level inlining doubled the compile time of the training kernel.
+      while Numba-level inlining types each helper again at every call site, which lengthened
+      the training kernel's compile.
 """
 
 from __future__ import annotations
