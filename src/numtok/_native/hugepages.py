@@ -14,9 +14,9 @@ Arrays of 256 MiB or more written once from start to end (the ids and UTF-8 of t
 64-256 MB and up) are kept on 4 KiB pages instead (:func:`empty_written_once`): NumPy advises
 any array of 4 MiB or more onto huge pages, and a fault there can stall for milliseconds a page
 (compaction, or on a VM memory the host must map again). An array written once from start
-to end gains nothing from the TLB, so the biggest ones are kept off huge pages and their calls
-no longer stall; below that size the stalls are rare and small pages cost a fault per 4 KiB,
-so smaller arrays keep NumPy's advice.
+to end, in order, gains little from huge pages (a TLB miss per 4 KiB at most), so the biggest
+ones are kept off them and their calls no longer stall; below that size the stalls are rare
+and small pages cost a fault per 4 KiB, so smaller arrays keep NumPy's advice.
 """
 
 from __future__ import annotations

@@ -282,8 +282,9 @@ class KernelCache(caching.Cache):
 
 
 # Numba runs every installed ``numba_extensions`` entry point the first time anything is compiled
-# or loaded: awkward's imports awkward and pyarrow, all of it before a first encode. numtok's kernels use no extension, so a thread compiling or loading one of them
-# does not run those entry points; the first compile of any other code in the process runs them.
+# or loaded: awkward's imports awkward and pyarrow, all of it before a first encode. numtok's
+# kernels use no extension, so a thread compiling or loading one of them does not run those
+# entry points; the first compile of any other code in the process runs them.
 _loading = threading.local()
 
 

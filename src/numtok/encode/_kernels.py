@@ -32,8 +32,8 @@ Why it is shaped this way (the measurements behind it: design.md §5):
   are no pair at all, which the pair filter answers from a 256-512 KiB table that stays in cache.
 * Lookups are prefetched ``_PREFETCH_DISTANCE`` pieces ahead: with megabyte tables and random
   pieces the loop is otherwise bound by memory latency, and the prefetches hide the misses.
-  The distance is enough short English pieces for a line to arrive from memory before it is
-  read, and no more: on CJK, whose pieces take longer each, a larger one fetched lines too early.
+  The distance covers enough short English pieces for a line to arrive from memory before it
+  is read, and no more: on CJK, whose pieces take longer each, a larger one fetched lines too early.
 * Merging uses tiktoken's O(n*m) scan for short pieces and a binary heap over a linked list
   of symbols from ``heap_min`` symbols on, so one enormous piece ("a" * 10**6, a megabyte of
   CJK) costs O(n log n). Ties go to the leftmost pair in both: the scan packs

@@ -6,8 +6,9 @@ at ``EXPECTED_IDS_PER_BYTE`` of the text, not at the worst case for all of it: t
 times the ids (a str's characters times the most bytes one of them may take), which NumPy puts
 on huge pages from 4 MiB on, and each call faulted in and cleared fresh pages. An array near the
 ids' size is smaller and, below the C library's mmap threshold, made of memory the process
-already has, with no page to fault in or clear. Counting (``CountSink``) keeps the worst case: it writes nothing; so does
-``encode_text`` (at most 256 KiB of text), which returns a copy of its ids.
+already has, with no page to fault in or clear. Counting (``CountSink``) keeps the worst case:
+it writes nothing; so does ``encode_text`` (at most 256 KiB of text), which returns a copy of
+its ids.
 """
 
 from __future__ import annotations

@@ -85,9 +85,9 @@ _TAIL_BYTES = 4096
 def _encode_in_place(tok, data: np.ndarray, needles: tuple | None, count: bool) -> np.ndarray | int | None:
     """``encode_streamed`` of a text whose UTF-8 the str already holds (``_pystr.utf8_in_place``):
     the same blocks, each read where it is instead of written from the characters first (a
-    write and a read of each block spared, most where characters take several bytes). The data's last bytes, from the last cut before its final
-    ``_TAIL_BYTES`` (all of it if there is none), are encoded from a padded copy. ``data`` is
-    only read."""
+    write and a read of each block spared, most where characters take several bytes). The
+    data's last bytes, from the last cut before its final ``_TAIL_BYTES`` (all of it if there
+    is none), are encoded from a padded copy. ``data`` is only read."""
     n = len(data)
     block = 2 * tok._chunk_bytes
     out = engine.ids_out(tok, n, 1, count)

@@ -314,7 +314,7 @@ class Tokenizer:
             if not allowed and disallowed and self._cuttable and len(text) > self._chunk_bytes:
                 # A long text with disallowed tokens only (the default): looked for in each block's
                 # UTF-8 while it is streamed, not in the str first (for a 4-byte-kind str that is
-                # 4 bytes a character to read, a pass over memory the encoder needs no other way).
+                # 4 bytes a character to read, a pass over memory the encoder would not otherwise make).
                 # On a possible hit, or a text that
                 # cannot be streamed, the search below decides.
                 needles = special.block_needles(disallowed)
