@@ -22,8 +22,8 @@ from .special import NO_SPECIAL
 
 # Pieces of at least this many symbols are merged with the heap (O(n log n)); shorter ones
 # with the O(n*m) scan, which is faster when n is small (tiktoken switches at 100 bytes). CJK
-# letter runs of 16-63 bytes merge 1.2-1.25x faster with the heap (behind the pair filter);
-# English is the same either way.
+# letter runs of 16-63 bytes merge faster with the heap (behind the pair filter); English is
+# the same either way.
 HEAP_MIN = 16
 # encode_batch cuts the documents into tasks of about this many bytes (more tasks than
 # threads, so that uneven documents still balance).
@@ -189,7 +189,7 @@ def splitter(pattern: str, name: str | None):
 
     Our inputs are already checked (C-contiguous uint8 data, int64 (m, 2) ranges inside it),
     so a named pattern goes straight to its Numba scanner (``_scanners.split_named``, which
-    skips ``split_bytes``'s argument checks: ~10 us per call); anything else through
+    skips ``split_bytes``'s argument checks, which cost more than a short text's scan); anything else through
     ``split_bytes``.
     """
     if name is not None and _scanners.has_scanner(name):

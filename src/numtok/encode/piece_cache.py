@@ -29,22 +29,21 @@ CACHE_BITS = 19
 MIN_CACHE_BITS = 14
 GROW_BITS = 1  # crowded long sets or arena double it: its new memory is faulted in at first touch
 # How much text goes into a cache between two looks at how full it is (until it is full size):
-# a look reads ~2k words at random (~0.1 ms), 256 KiB take 1-10 ms to encode.
+# a look reads a couple of thousand words at random, far less than encoding this much text.
 CHECK_BYTES = 1 << 18
 # A cache is crowded when more than this share of its sampled long sets hold a second piece, or
 # its arena data is half used. Pieces land in sets at random: 1 - e^-x (1 + x) of the sets hold two
 # or more at x pieces per set on average (0.2 at x = 0.8), and the pieces of a set of three or
 # more evict each other from way 1 on every pass. Within a call only the long-piece region and
 # the arena are looked at (a long piece missed costs a merge of 16+ symbols, a short one a
-# few): judged by its short sets too, a 10 MB English first pass grew from 2^16 to 2^18 sets
-# near its end, which cost 12 % of it. Between calls the short sets count as well: a cache left
-# at 2^16 sets for repeated 10 MB English calls ran them 0.78x as fast as one grown to 2^19.
+# few): judged by its short sets too, an English first pass grew near its end, where growing
+# costs most and helps least. Between calls the short sets count as well: a cache left small
+# for repeated English calls kept missing pieces a full-size one holds.
 CROWDED = 0.2
 # Between calls the short sets are judged at a lower share, and a crowded cache grows at once
 # to where its short pieces would average TARGET_LOAD a set (estimated from the share, see
-# ``growth``): 3.6 MB of English fills 2^14 sets to 1.4 pieces a set, and repeated passes ran
-# at 56-110 MB/s (o200k) while it grew a step a call (2^15 sets: 0.7 a set, under CROWDED)
-# against 115-120 at full size.
+# ``growth``): grown a step a call, repeated passes over the same text ran slower for several
+# calls than at full size, since a step could leave it under CROWDED and crowded still.
 SHORT_CROWDED = 0.05
 TARGET_LOAD = 0.25
 SAMPLED_SETS = 1024
@@ -132,9 +131,9 @@ class PieceCaches:
         crowded; else a new one as big as they have grown.
 
         No lock: the free list's pop and append are atomic, and the counters only schedule
-        looks (an update lost between two threads changes nothing that matters). A lock taken
-        twice per call was ~0.7 us of a ~5.5 us short encode; most calls return at the first
-        test."""
+        looks (an update lost between two threads changes nothing that matters): a lock taken
+        twice per call was a noticeable share of a short encode; most calls return at the
+        first test."""
         self.bytes_seen = seen = self.bytes_seen + nbytes
         try:
             cache = self.free.pop()
