@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -41,9 +41,25 @@ from .streaming import encode_streamed
 __all__ = ["Tokenizer", "BatchEncoding"]
 
 
+_T = TypeVar("_T")
 _NOTHING: frozenset = frozenset()  # encode's default allowed_special (told apart by identity)
 # decode_bytes reads a list of at most this many ids from a list of each token's bytes.
 _SHORT_IDS = 256
+
+
+class _ShortCallKnob(Generic[_T]):
+    """An attribute that short calls copy into their per-thread contexts: setting it (tests
+    lower ``_heap_min``, pin ``_piece_caches``) makes the short-call path anew."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name + "_value"
+
+    def __get__(self, tok: Tokenizer, owner: type | None = None) -> _T:
+        return tok.__dict__[self.key]
+
+    def __set__(self, tok: Tokenizer, value: _T) -> None:
+        tok.__dict__[self.key] = value
+        tok._short = short_calls.Unbuilt(tok)
 
 
 class Tokenizer:
@@ -93,7 +109,7 @@ class Tokenizer:
     _scanner_id: int  # the named pattern's one-kernel scanner, or -1
     _cuttable: bool  # documents may be cut at a space after an ASCII letter
     _chunk_bytes: int
-    _heap_min_value: int
+    _heap_min = _ShortCallKnob[int]()
     _short: Any  # short_calls.ShortCalls, NoShortCalls or Unbuilt
     _max_id: int
     _max_token_len: int
@@ -115,7 +131,7 @@ class Tokenizer:
     _whole_ext: np.ndarray
     _dec_bytes: np.ndarray
     _dec_off: np.ndarray
-    _piece_caches_value: PieceCaches
+    _piece_caches = _ShortCallKnob[PieceCaches]()
     _core: EncoderCore  # what the encoder kernels read: the tables above, as one value
     _decode_list: list[bytes | None] | None  # each id's bytes, made by the first short decode
     _special_head: str | None  # the first characters all special tokens share ("": there are none; None: they share none)
@@ -684,27 +700,6 @@ class Tokenizer:
     def _clear_caches(self) -> None:
         """Forget all cached pieces (benchmarks use it to time a first pass)."""
         self._piece_caches.clear()
-        self._short = short_calls.Unbuilt(self)
-
-    @property
-    def _piece_caches(self) -> PieceCaches:
-        return self._piece_caches_value
-
-    @_piece_caches.setter
-    def _piece_caches(self, caches: PieceCaches) -> None:
-        # Tests pin a cache or start afresh; short calls keep a cache per thread, made anew.
-        self._piece_caches_value = caches
-        self._short = short_calls.Unbuilt(self)
-
-    @property
-    def _heap_min(self) -> int:
-        return self._heap_min_value
-
-    @_heap_min.setter
-    def _heap_min(self, value: int) -> None:
-        # Tests lower it to run every piece through the heap path; short calls keep it in
-        # their contexts, made anew.
-        self._heap_min_value = value
         self._short = short_calls.Unbuilt(self)
 
     def _no_symbol_message(self, data: np.ndarray, pos: int) -> str:
