@@ -1,19 +1,147 @@
-"""Low-level Numba intrinsics shared by the kernels."""
+"""Low-level Numba intrinsics shared by the kernels.
+
+Each has a pure-Python twin that computes the same result, used instead when the JIT is off
+(``NUMBA_DISABLE_JIT=1``: kernels run as plain Python, to be stepped through or covered):
+see :func:`python_twin`. The twins read and write the same memory the intrinsic does (through
+``ctypes`` at the array's address), so a kernel that relies on padding past an array's end
+behaves the same.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import sys
 
 import numpy as np
 from llvmlite import binding, ir
-from numba import types
-from numba.core import cgutils
+from numba import njit, types
+from numba.core import cgutils, config
+from numba.cpython.unsafe import numbers as _unsafe_numbers
 from numba.extending import intrinsic
+
+from .jit import INLINE
 
 HIGH_BITS = np.uint64(0x8080808080808080)  # the top bit of each of 8 bytes: set for non-ASCII ones
 
 
+def python_twin(twin):
+    """Decorator over an ``@intrinsic`` (or a kernel-only ``njit`` helper): the compiled
+    function, or ``twin`` when the JIT is off, where an intrinsic cannot be called."""
+
+    def choose(compiled):
+        if config.DISABLE_JIT:
+            twin.__doc__ = twin.__doc__ or getattr(compiled, "__doc__", None)
+            return twin
+        return compiled
+
+    return choose
+
+
+# ---------------------------------------------------------------------------------------------
+# The twins. They take NumPy arrays and integers and return NumPy scalars of the type the
+# intrinsic returns (arithmetic on them then wraps as the compiled kernel's does).
+
+def _address(arr, idx) -> int:
+    return int(arr.ctypes.data) + int(idx) * arr.itemsize
+
+
+def _read(address: int, n: int, dtype=np.uint8) -> np.ndarray:
+    """A copy of ``n`` elements of ``dtype`` at memory ``address``."""
+    return np.frombuffer(ctypes.string_at(address, n * np.dtype(dtype).itemsize), dtype)
+
+
+def _mask(flags) -> int:
+    """Bit k set where ``flags[k]`` is true."""
+    return int.from_bytes(np.packbits(np.asarray(flags, bool), bitorder="little").tobytes(), "little")
+
+
+def _py_prefetch(arr, idx):
+    """Nothing: a prefetch changes no result."""
+
+
+def _py_load_u64(arr, idx):
+    return np.uint64(ctypes.c_uint64.from_address(_address(arr, idx)).value)
+
+
+def _py_store_u64(arr, idx, value):
+    ctypes.c_uint64.from_address(_address(arr, idx)).value = int(value) & 0xFFFFFFFFFFFFFFFF
+
+
+def _py_store_u32(arr, idx, value):
+    ctypes.c_uint32.from_address(_address(arr, idx)).value = int(value) & 0xFFFFFFFF
+
+
+def _py_release_pages(arr, idx):
+    if not sys.platform.startswith("linux"):
+        return
+    page = mmap.PAGESIZE
+    first = (_address(arr, idx) + page - 1) & -page
+    end = _address(arr, arr.shape[0]) & -page
+    if end > first:
+        madvise = ctypes.CDLL(None).madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        madvise(first, end - first, mmap.MADV_DONTNEED)
+
+
+def _str_header(text: str) -> int:
+    """Offset of the code units in a compact str object like ``text`` (as ``pystr._probe``
+    measures it: a fresh str's size less its units and terminating NUL)."""
+    if text.isascii():
+        fresh = "".join(["ab", "c"])
+        return sys.getsizeof(fresh) - len(fresh) - 1
+    fresh = "".join(["ab", "\xe9"])
+    return sys.getsizeof(fresh) - len(fresh) - 1
+
+
+def _py_str_kind(s):
+    top = max(map(ord, s), default=0)
+    return 1 if top < 0x100 else 2 if top < 0x10000 else 4
+
+
+def _py_str_is_ascii(s):
+    return s.isascii()
+
+
+def _py_str_data_address(s):
+    return np.int64(id(s) + _str_header(s))
+
+
+def _py_address_array(address, n, dtype):
+    n = int(n)
+    if n == 0:
+        return np.empty(0, dtype)
+    return np.frombuffer((ctypes.c_char * (n * np.dtype(dtype).itemsize)).from_address(int(address)), dtype)
+
+
+def _py_address_view(address, n, dtype):
+    view = _py_address_array(address, n, dtype)
+    view.flags.writeable = False
+    return view
+
+
+def _py_read_only(arr):
+    return read_only_view(arr)
+
+
+def _py_trailing_zeros(x):
+    kind = x.dtype.type if isinstance(x, np.generic) else np.int64
+    width = 8 * np.dtype(kind).itemsize
+    v = int(x) & ((1 << width) - 1)
+    return kind(width if v == 0 else (v & -v).bit_length() - 1)
+
+
+def _py_leading_zeros(x):
+    kind = x.dtype.type if isinstance(x, np.generic) else np.int64
+    width = 8 * np.dtype(kind).itemsize
+    return kind(width - (int(x) & ((1 << width) - 1)).bit_length())
+
+
+trailing_zeros = python_twin(_py_trailing_zeros)(_unsafe_numbers.trailing_zeros)
+leading_zeros = python_twin(_py_leading_zeros)(_unsafe_numbers.leading_zeros)
+
+
+@python_twin(_py_prefetch)
 @intrinsic
 def prefetch(typingctx, arr, idx):
     """Hint the CPU to fetch ``arr[idx]`` into cache (no effect on results, no bounds check).
@@ -39,6 +167,7 @@ def prefetch(typingctx, arr, idx):
     return sig, codegen
 
 
+@python_twin(_py_load_u64)
 @intrinsic
 def load_u64(typingctx, arr, idx):
     """The 8 bytes that start at element ``idx`` of a 1-D C array, as a little-endian uint64
@@ -55,6 +184,7 @@ def load_u64(typingctx, arr, idx):
     return sig, codegen
 
 
+@python_twin(_py_store_u64)
 @intrinsic
 def store_u64(typingctx, arr, idx, value):
     """Store the 8 bytes of the integer ``value`` at element ``idx`` of a 1-D C array,
@@ -73,6 +203,7 @@ def store_u64(typingctx, arr, idx, value):
     return sig, codegen
 
 
+@python_twin(_py_store_u32)
 @intrinsic
 def store_u32(typingctx, arr, idx, value):
     """Store the low 4 bytes of the integer ``value`` at element ``idx`` of a 1-D C uint8
@@ -95,6 +226,7 @@ def store_u32(typingctx, arr, idx, value):
     return sig, codegen
 
 
+@python_twin(_py_release_pages)
 @intrinsic
 def release_pages(typingctx, arr, idx):
     """Give the memory pages wholly inside ``arr[idx:]`` back to the system (Linux
@@ -125,6 +257,7 @@ def release_pages(typingctx, arr, idx):
     return sig, codegen
 
 
+@python_twin(_py_str_data_address)
 @intrinsic
 def str_data_address(typingctx, s):
     """The address of a str's code units (``s._kind`` bytes each: 1, 2 or 4), in CPython's
@@ -138,6 +271,20 @@ def str_data_address(typingctx, s):
         return builder.ptrtoint(string.data, ir.IntType(64))
 
     return sig, codegen
+
+
+@python_twin(_py_str_kind)
+@njit(**INLINE)
+def str_kind(s):
+    """Bytes per code unit of a str (1, 2 or 4)."""
+    return s._kind
+
+
+@python_twin(_py_str_is_ascii)
+@njit(**INLINE)
+def str_is_ascii(s):
+    """Whether a str is all ASCII."""
+    return s._is_ascii
 
 
 def _address_array(address, n, dtype, readonly):
@@ -161,6 +308,7 @@ def _address_array(address, n, dtype, readonly):
     return sig, codegen
 
 
+@python_twin(_py_address_view)
 @intrinsic
 def address_view(typingctx, address, n, dtype):
     """The ``n`` elements of ``dtype`` at memory ``address`` as a read-only 1-D array (no
@@ -170,6 +318,7 @@ def address_view(typingctx, address, n, dtype):
     return _address_array(address, n, dtype, True)
 
 
+@python_twin(_py_address_array)
 @intrinsic
 def address_array(typingctx, address, n, dtype):
     """:func:`address_view`, writable: an array whose address Python passed as an int (a
@@ -177,6 +326,7 @@ def address_array(typingctx, address, n, dtype):
     return _address_array(address, n, dtype, False)
 
 
+@python_twin(_py_read_only)
 @intrinsic
 def address_rows(typingctx, address, rows, cols, dtype):
     """:func:`address_array` as a C-contiguous ``(rows, cols)`` array (a reshape would call
@@ -280,7 +430,26 @@ def _ascii_class_masks(width):
     Written as vector compares whose <{width} x i1> results are bitcast to integers, which LLVM
     lowers to SIMD compares and ``pmovmskb`` (AVX2 or SSE2): the scanners classify a window of
     text in a few instructions instead of a table lookup per byte."""
-    return intrinsic(typer)
+    return python_twin(_ascii_class_masks_twin(width))(intrinsic(typer))
+
+
+def _ascii_class_masks_twin(width):
+    def twin(arr, idx):
+        v = _read(_address(arr, idx), width)
+        classes = [
+            (v >= 0x61) & (v <= 0x7A),
+            (v >= 0x41) & (v <= 0x5A),
+            (v >= 0x30) & (v <= 0x39),
+            ((v >= 0x09) & (v <= 0x0D)) | (v == 0x20),
+            v >= 0x80,
+            (v == 0x0A) | (v == 0x0D),
+            v == 0x20,
+            v == 0x2F,
+            v == 0x27,
+        ]
+        return tuple(np.uint64(_mask(c)) for c in classes)
+
+    return twin
 
 
 ascii_class_masks64 = _ascii_class_masks(64)
@@ -325,7 +494,27 @@ def _three_byte_leads64(leads, doc):
         return types.uint64(arr, idx), codegen
 
     typer.__doc__ = doc
-    return intrinsic(typer)
+    return python_twin(_three_byte_twin(leads))(intrinsic(typer))
+
+
+def _three_byte_twin(leads):
+    def twin(arr, idx):
+        v0 = _read(_address(arr, idx), 64)
+        v1 = np.concatenate([v0[1:], np.zeros(1, np.uint8)])
+        v2 = np.concatenate([v0[2:], np.zeros(2, np.uint8)])
+        conts = ((v1 & 0xC0) == 0x80) & ((v2 & 0xC0) == 0x80)
+        lanes = leads(_NumpyLanes, v0, v1, v2, np.equal, np.not_equal, np.greater_equal, np.less_equal)
+        return np.uint64(_mask(lanes & conts))
+
+    return twin
+
+
+class _NumpyLanes:
+    """What the lane functions below call on an LLVM IR builder, on NumPy bool arrays: the
+    twins of the intrinsics run the very same expressions."""
+
+    and_ = staticmethod(np.logical_and)
+    or_ = staticmethod(np.logical_or)
 
 
 def _letter3_lanes(builder, v0, v1, v2, eq, ne, ge, le):
@@ -383,6 +572,31 @@ def _is_bytes(t) -> bool:
     return isinstance(t, types.Array) and t.ndim == 1 and t.layout == "C" and t.dtype == types.uint8
 
 
+def _py_narrow_ascii32(units, i, out, o):
+    v = _read(_address(units, i), 32, units.dtype)
+    ctypes.memmove(_address(out, o), (v & 0xFF).astype(np.uint8).tobytes(), 32)
+    return np.uint32(_mask(v >= 0x80))
+
+
+def _py_utf8_widths32(units, i):
+    v = _read(_address(units, i), 32, units.dtype).astype(np.int64)
+    if units.itemsize == 1:
+        return np.uint64(_mask(v >= 0x80))
+    two = (v >= 0x80) & (v < 0x800)
+    three = (v >= 0x800) & ((v & 0xF800) != 0xD800) & (v < 0x10000)
+    return np.uint64(_mask(two) | (_mask(three) << 32))
+
+
+def _py_utf8_of16(units, i, out, o):
+    v = _read(_address(units, i), 16, units.dtype)
+    if units.itemsize > 1 and any((int(c) & 0xFFFFF800) == 0xD800 for c in v):
+        return np.int64(-1)
+    data = "".join(map(chr, v.tolist())).encode("utf-8")
+    ctypes.memmove(_address(out, o), data, len(data))
+    return np.int64(int(o) + len(data))
+
+
+@python_twin(_py_narrow_ascii32)
 @intrinsic
 def narrow_ascii32(typingctx, units, i, out, o):
     """Store the low bytes of the 32 code units at ``units[i]`` (uint8, uint16 or uint32) as 32
@@ -411,6 +625,7 @@ def narrow_ascii32(typingctx, units, i, out, o):
     return sig, codegen
 
 
+@python_twin(_py_utf8_widths32)
 @intrinsic
 def utf8_widths32(typingctx, units, i):
     """For the 32 code units at ``units[i]`` (uint8, uint16 or uint32), a uint64 whose low 32
@@ -470,6 +685,7 @@ HAS_BYTE_COMPRESS = tuple(binding.llvm_version_info) >= (19,) and all(
 )
 
 
+@python_twin(_py_utf8_of16)
 @intrinsic
 def utf8_of16(typingctx, units, i, out, o):
     """Write the UTF-8 of the 16 code units at ``units[i]`` (uint8, uint16 or uint32) at

@@ -42,14 +42,14 @@ import threading
 import time
 
 from numba import njit
-from numba.core import caching, entrypoints
+from numba.core import caching, config, entrypoints
 from numba.core import event as _event
 from numba.core.runtime import rtsys
 
 from . import precompiled
 from .notices import is_quiet, set_quiet
 
-__all__ = ["INLINE", "cached_njit", "cache_locations", "describe_location", "kernel_sources", "source_digest", "set_quiet",
+__all__ = ["INLINE", "cached_njit", "wraps_around", "cache_locations", "describe_location", "kernel_sources", "source_digest", "set_quiet",
            "is_quiet", "precompiled_selection", "describe_kernels"]
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -203,6 +203,8 @@ def describe_kernels() -> str:
     """Where this process's kernels come from, for ``numtok --version`` and ``numtok info``."""
     import numba
 
+    if config.DISABLE_JIT:
+        return f"plain Python (NUMBA_DISABLE_JIT=1; Numba {numba.__version__} compiles nothing)"
     chosen = precompiled_selection()
     if chosen.level is not None:
         return f"precompiled for {chosen.level} (Numba {numba.__version__}); any other compiled in {describe_location()}"
@@ -329,6 +331,22 @@ _defer_numba_extensions()
 INLINE = {"forceinline": True, "_nrt": False, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
+def wraps_around(fn):
+    """Mark a kernel helper whose unsigned arithmetic overflows on purpose (a multiplicative
+    hash): compiled, it is ``fn`` itself; with the JIT off it runs with NumPy's overflow
+    warnings silenced, so that a warning elsewhere still means an unintended overflow."""
+    if not config.DISABLE_JIT:
+        return fn
+    import numpy as np
+
+    @functools.wraps(fn)
+    def wrapping(*args):
+        with np.errstate(over="ignore"):
+            return fn(*args)
+
+    return wrapping
+
+
 def cached_njit(*args, **options):
     """``numba.njit`` whose compiled code is kept by :class:`KernelCache`; used as
     ``@cached_njit``, ``@cached_njit(nogil=True, ...)`` or with one explicit signature,
@@ -338,6 +356,8 @@ def cached_njit(*args, **options):
     signature = args[0] if args and not callable(args[0]) else None
 
     def wrap(fn):
+        if config.DISABLE_JIT:  # plain Python, as numba.njit gives: a kernel can be stepped through and covered
+            return fn
         dispatcher = njit(**options)(fn)
         dispatcher._compilation_chain_init_hook = lambda: None  # Numba's runs the entry points
         dispatcher.compile = _without_extensions(dispatcher.compile)

@@ -51,6 +51,15 @@ class CountSink:
             raise TypeError("a CountSink only takes a slice [start:]")
         return CountSink(self.n - min(max(part.start or 0, 0), self.n))
 
+    # What a kernel run as plain Python (the JIT off) does with a sink; compiled kernels use
+    # the overloads below instead.
+    def __setitem__(self, index: int, value) -> None:
+        pass
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.n,)
+
 
 class CountSinkType(types.Type):
     def __init__(self) -> None:
@@ -104,7 +113,10 @@ def _shape(sink):
 
 def store_id_pair(out, k, pair):
     """Write the two int32 ids packed in the uint64 ``pair`` (first in the low half) at
-    ``out[k]`` and ``out[k + 1]`` with one store; nothing for a sink. No bounds check."""
+    ``out[k]`` and ``out[k + 1]`` with one store; nothing for a sink. No bounds check.
+    (This body runs only with the JIT off; kernels use the overload below.)"""
+    if not isinstance(out, CountSink):
+        store_u64(out, k, pair)
 
 
 @overload(store_id_pair, jit_options=INLINE)

@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
 from .hugepages import empty_written_once
 from .intrinsics import (
     HAS_BYTE_COMPRESS,
     HIGH_BITS,
     address_view,
+    leading_zeros,
     load_u64,
     narrow_ascii32,
     read_only_view,
     store_u32,
     str_data_address,
+    str_is_ascii,
+    str_kind,
+    trailing_zeros,
     utf8_of16,
     utf8_widths32,
 )
-from .jit import INLINE, cached_njit
+from .jit import INLINE, cached_njit, wraps_around
 
 
 def utf8_bytes(text: str) -> bytes:
@@ -246,7 +249,7 @@ def units_to_utf8_at(address, n, kind, out, start, char_ends, byte_ends):
 @cached_njit(nogil=True)
 def _str_to_utf8(s, out, char_ends, byte_ends):
     start = np.int64(0)  # not the literal 0: one signature with the batch's calls (_pystr)
-    return units_to_utf8_at(str_data_address(s), len(s), s._kind, out, start, char_ends, byte_ends)
+    return units_to_utf8_at(str_data_address(s), len(s), str_kind(s), out, start, char_ends, byte_ends)
 
 
 @njit(**INLINE)
@@ -261,7 +264,7 @@ def utf8_bound_of_kind(n, kind, is_ascii):
 @cached_njit(nogil=True)
 def _utf8_bound(s):
     """Most UTF-8 bytes the str can need."""
-    return utf8_bound_of_kind(len(s), s._kind, s._is_ascii)
+    return utf8_bound_of_kind(len(s), str_kind(s), str_is_ascii(s))
 
 
 def padded_utf8(text: str, pad: int, char_ends: np.ndarray):
@@ -307,6 +310,7 @@ PAD = 16
 _ONES = np.uint64(0x0101010101010101)
 
 
+@wraps_around  # the zero-byte test borrows across bytes
 @cached_njit(nogil=True)
 def contains_any(data, n, needles, needle_off, b0, b1):
     """Whether one of the byte strings ``needles[needle_off[i]:needle_off[i + 1]]`` (none

@@ -54,7 +54,7 @@ import numpy as np
 from numba import njit
 
 from .._native.intrinsics import HIGH_BITS, load_u64, prefetch, read_only
-from .._native.jit import INLINE, cached_njit
+from .._native.jit import INLINE, cached_njit, wraps_around
 from .._native.sink import store_id_pair  # the import also registers CountSink (encode_spans counts into one)
 from ..pretokenizers._scanners import SCANNER_KINDS, is_cut, scan_into
 
@@ -164,6 +164,7 @@ def _load_word(a, s, n):
     return load_u64(a, s) & (_ALL_ONES >> np.uint64(64 - 8 * n))
 
 
+@wraps_around
 @njit(**INLINE)
 def _hash_head(a, s, n):
     """(first min(n, 8) bytes packed, the hash of the n bytes at a[s:] so far): all of it for
@@ -172,6 +173,7 @@ def _hash_head(a, s, n):
     return k0, (k0 ^ (np.uint64(n) * _C2)) * _C1
 
 
+@wraps_around
 @njit(**INLINE)
 def _hash_bytes(a, s, n):
     """Return (first 8 bytes packed, 64-bit hash) of the n bytes at a[s:]."""
@@ -183,6 +185,7 @@ def _hash_bytes(a, s, n):
     return k0, h
 
 
+@wraps_around
 @njit(**INLINE)
 def _short_key(a, s, n):
     """(bytes 0-7 packed, bytes 8-14 packed or 0, ``_hash_bytes``' hash) of the n bytes at
@@ -194,6 +197,7 @@ def _short_key(a, s, n):
     return k0, w1, h2 if n > 8 else h
 
 
+@wraps_around
 @njit(**INLINE)
 def _long_differs(cache, way, data, s, L):
     """0 if the long-region entry at ``way`` holds the L bytes at data[s:] (16 <= L <= 32),
@@ -251,6 +255,7 @@ def _find_key(tab, ext, bits, tok_bytes, tok_off, a, s, n, k0, h):
         slot = (slot + _U1) & mask
 
 
+@wraps_around
 @njit(**INLINE)
 def _pair_slot(left, right, pbits):
     return np.int64(((np.uint64(left) << np.uint64(ID_BITS)) | np.uint64(right)) * _C1 >> np.uint64(64 - pbits))
@@ -273,6 +278,7 @@ def _pair_pri(ptab, pbits, left, right, max_pri):
         slot = (slot + _U1) & mask
 
 
+@wraps_around
 @njit(**INLINE)
 def _filter_spot(left, right, fbits):
     """(word, two-bit mask) of the pair (left, right) in a pair filter of 2**fbits words."""

@@ -99,7 +99,7 @@ def parse_tiktoken(buf):
             c = buf[q]
             if c < 48 or c > 57:
                 return RF_BAD_RANK, line, tok_bytes, tok_off, ranks
-            r = 10 * r + (c - 48)
+            r = 10 * r + (np.int64(c) - 48)  # int64 as compiled, also with the JIT off (uint8 there)
         if r >= _RANK_LIMIT:
             return RF_BAD_RANK, line, tok_bytes, tok_off, ranks
         ranks[n] = r

@@ -79,15 +79,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
-from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
 from .._native.intrinsics import HIGH_BITS as _HI
 from .._native.intrinsics import ascii_class_masks32 as _ascii_class_masks32
 from .._native.intrinsics import ascii_class_masks64 as _ascii_class_masks64
+from .._native.intrinsics import leading_zeros, read_only_view, trailing_zeros
 from .._native.intrinsics import letter3_leads64 as _letter3_leads64
 from .._native.intrinsics import load_u64 as _load_u64
 from .._native.intrinsics import punct3_leads64 as _punct3_leads64
-from .._native.intrinsics import read_only_view
 from .._native.jit import INLINE, cached_njit
 from .._native.threads import usable_cores
 from ._unicode import BIT_CRLF, BIT_L, BIT_N, BIT_O, BIT_S, BIT_U, BIT_W, class_table

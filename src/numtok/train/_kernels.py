@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, types
-from numba.cpython.unsafe.numbers import trailing_zeros
 
-from .._native.intrinsics import prefetch, release_pages
-from .._native.jit import INLINE, cached_njit
+from .._native.intrinsics import prefetch, release_pages, trailing_zeros
+from .._native.jit import INLINE, cached_njit, wraps_around
 from ._heap import sift_down, sift_up
 
 # Columns of a word row (start in sym, live length, frequency): one row per word, so visiting a
@@ -51,6 +50,7 @@ _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 _POLY = np.uint64(0x100000001B3)
 
 
+@wraps_around
 @cached_njit(nogil=True)
 def _mix(key, mask):
     h = np.uint64(key) * _HASH_MUL
@@ -546,6 +546,7 @@ def _rewrite_postings(sym, words, words_flat, post_buf, k, n_post, a, b, t, reus
     return n_post
 
 
+@wraps_around  # its tokens' polynomial hashes (tok_hash, tok_pow) wrap
 @cached_njit(nogil=True)
 def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
                n_ids_target, min_frequency, max_len, first_seen, reserve_rows, progress):

@@ -12,7 +12,7 @@ from numba import njit
 
 from .._native.intrinsics import load_u64 as _load_u64
 from .._native.intrinsics import prefetch, read_only_view
-from .._native.jit import INLINE, cached_njit
+from .._native.jit import INLINE, cached_njit, wraps_around
 
 # A table row is 16 bytes: the key, then the word's index (high 32 bits) and the low 32 bits of
 # its count. Words of up to 7 bytes are their own key (bytes packed little-endian, length in the
@@ -28,6 +28,7 @@ _LOW32 = np.int64(0xFFFFFFFF)
 _MAX_WORDS = 1 << 31  # the index must fit the row's high 32 bits
 
 
+@wraps_around
 @njit(**INLINE)
 def _word_key(data, start, end):
     n = end - start
@@ -54,6 +55,7 @@ def _word_key(data, start, end):
     return np.int64((h & _LOW56) | _LONG_TAG)
 
 
+@wraps_around
 @njit(**INLINE)
 def _slot_of(key, mask):
     h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._native.jit import cached_njit
+from .._native.jit import cached_njit, wraps_around
 from ..train._heap import sift_down, sift_up
 
 # Flag bits of the per-code-point class table.
@@ -75,6 +75,7 @@ _FNV_PRIME = np.uint64(0x100000001B3)
 N_CP = 0x110000
 
 
+@wraps_around
 @cached_njit(nogil=True)
 def _mix(key):
     h = np.uint64(key) * _GOLD
