@@ -120,6 +120,10 @@ def _py_address_view(address, n, dtype):
     return view
 
 
+def _py_address_rows(address, rows, cols, dtype):
+    return _py_address_array(address, int(rows) * int(cols), dtype).reshape(int(rows), int(cols))
+
+
 def _py_read_only(arr):
     return read_only_view(arr)
 
@@ -287,12 +291,14 @@ def str_is_ascii(s):
     return s._is_ascii
 
 
-def _address_array(address, n, dtype, readonly):
-    if not (isinstance(address, types.Integer) and isinstance(n, types.Integer) and isinstance(dtype, types.NumberClass)):
+def _address_array(address, dims, dtype, readonly):
+    """Typing and code of an array of ``dtype`` over the memory at ``address``, C-contiguous,
+    of the shape the integers ``dims`` give (no copy, no checks, no owner)."""
+    if not (isinstance(address, types.Integer) and all(isinstance(d, types.Integer) for d in dims) and isinstance(dtype, types.NumberClass)):
         return None
     unit = dtype.instance_type
-    arrty = types.Array(unit, 1, "C", readonly=readonly)
-    sig = arrty(address, n, dtype)
+    arrty = types.Array(unit, len(dims), "C", readonly=readonly)
+    sig = arrty(address, *dims, dtype)
 
     def codegen(context, builder, signature, args):
         from numba.np.arrayobj import make_array, populate_array
@@ -301,8 +307,11 @@ def _address_array(address, n, dtype, readonly):
         unit_type = context.get_data_type(unit)
         itemsize = context.get_constant(types.intp, context.get_abi_sizeof(unit_type))
         data = builder.inttoptr(args[0], unit_type.as_pointer())
-        length = context.cast(builder, args[1], signature.args[1], types.intp)
-        populate_array(ary, data=data, shape=[length], strides=[itemsize], itemsize=itemsize, meminfo=None)
+        shape = [context.cast(builder, args[1 + i], signature.args[1 + i], types.intp) for i in range(len(dims))]
+        strides = [itemsize]
+        for size in reversed(shape[1:]):
+            strides.insert(0, builder.mul(strides[0], size))
+        populate_array(ary, data=data, shape=shape, strides=strides, itemsize=itemsize, meminfo=None)
         return ary._getvalue()
 
     return sig, codegen
@@ -315,7 +324,7 @@ def address_view(typingctx, address, n, dtype):
     copy, no checks): how kernels read a str's buffer (``str_data_address``) or objects whose
     address Python gave them (``pystr``). Valid only while the owner of that memory keeps it
     alive and unchanged."""
-    return _address_array(address, n, dtype, True)
+    return _address_array(address, (n,), dtype, True)
 
 
 @python_twin(_py_address_array)
@@ -323,36 +332,18 @@ def address_view(typingctx, address, n, dtype):
 def address_array(typingctx, address, n, dtype):
     """:func:`address_view`, writable: an array whose address Python passed as an int (a
     kernel called with ints only is entered without typing or unboxing arrays)."""
-    return _address_array(address, n, dtype, False)
+    return _address_array(address, (n,), dtype, False)
 
 
-@python_twin(_py_read_only)
+@python_twin(_py_address_rows)
 @intrinsic
 def address_rows(typingctx, address, rows, cols, dtype):
     """:func:`address_array` as a C-contiguous ``(rows, cols)`` array (a reshape would call
     into Numba's helper library on every call)."""
-    if not all(isinstance(t, types.Integer) for t in (address, rows, cols)) or not isinstance(dtype, types.NumberClass):
-        return None
-    unit = dtype.instance_type
-    arrty = types.Array(unit, 2, "C")
-    sig = arrty(address, rows, cols, dtype)
-
-    def codegen(context, builder, signature, args):
-        from numba.np.arrayobj import make_array, populate_array
-
-        ary = make_array(arrty)(context, builder)
-        unit_type = context.get_data_type(unit)
-        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(unit_type))
-        data = builder.inttoptr(args[0], unit_type.as_pointer())
-        n_rows = context.cast(builder, args[1], signature.args[1], types.intp)
-        n_cols = context.cast(builder, args[2], signature.args[2], types.intp)
-        strides = [builder.mul(n_cols, itemsize), itemsize]
-        populate_array(ary, data=data, shape=[n_rows, n_cols], strides=strides, itemsize=itemsize, meminfo=None)
-        return ary._getvalue()
-
-    return sig, codegen
+    return _address_array(address, (rows, cols), dtype, False)
 
 
+@python_twin(_py_read_only)
 @intrinsic
 def read_only(typingctx, arr):
     """``arr`` typed as a read-only array: the same memory, no copy. Numba compiles a kernel

@@ -203,7 +203,7 @@ def describe_kernels() -> str:
     """Where this process's kernels come from, for ``numtok --version`` and ``numtok info``."""
     import numba
 
-    if config.DISABLE_JIT:
+    if jit_off():
         return f"plain Python (NUMBA_DISABLE_JIT=1; Numba {numba.__version__} compiles nothing)"
     chosen = precompiled_selection()
     if chosen.level is not None:
@@ -331,11 +331,16 @@ _defer_numba_extensions()
 INLINE = {"forceinline": True, "_nrt": False, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
+def jit_off() -> bool:
+    """Whether kernels run as plain Python (``NUMBA_DISABLE_JIT=1``)."""
+    return bool(config.DISABLE_JIT)  # type: ignore[attr-defined]  # set when Numba's config is read
+
+
 def wraps_around(fn):
     """Mark a kernel helper whose unsigned arithmetic overflows on purpose (a multiplicative
     hash): compiled, it is ``fn`` itself; with the JIT off it runs with NumPy's overflow
     warnings silenced, so that a warning elsewhere still means an unintended overflow."""
-    if not config.DISABLE_JIT:
+    if not jit_off():
         return fn
     import numpy as np
 
@@ -356,7 +361,7 @@ def cached_njit(*args, **options):
     signature = args[0] if args and not callable(args[0]) else None
 
     def wrap(fn):
-        if config.DISABLE_JIT:  # plain Python, as numba.njit gives: a kernel can be stepped through and covered
+        if jit_off():  # plain Python, as numba.njit gives: a kernel can be stepped through and covered
             return fn
         dispatcher = njit(**options)(fn)
         dispatcher._compilation_chain_init_hook = lambda: None  # Numba's runs the entry points

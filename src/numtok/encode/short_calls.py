@@ -16,8 +16,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import config, types
+from numba import types
 
+from .._native.jit import jit_off
 from .._native.pystr import layout
 from ..pretokenizers._unicode import class_table
 from . import _kernels as _k
@@ -41,7 +42,7 @@ class Unbuilt:
     def _built(self) -> ShortCalls | NoShortCalls:
         tok = self._tok
         path: ShortCalls | NoShortCalls = NoShortCalls()
-        if tok._scanner_id >= 0 and not config.DISABLE_JIT and layout() is not None:  # type: ignore[attr-defined]
+        if tok._scanner_id >= 0 and not jit_off() and layout() is not None:
             path = ShortCalls(tok)
         tok._short = path
         return path
