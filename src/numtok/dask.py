@@ -23,7 +23,7 @@ import operator
 import os
 import socket
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .train.word_counts import WordCounts, count_words
 
@@ -124,17 +124,20 @@ def _count_tasks(client, source, counting: dict, partition_bytes: int) -> list:
     return futures
 
 
-def _dask_collection_types():
-    Bag: type | None
+def _dask_collection_types() -> tuple[Any, Any, Any]:
+    """(dask.bag.Bag, dask.dataframe.Series, DataFrame), None for those not installed."""
+    bag: Any = None
     try:
-        from dask.bag import Bag
+        from dask import bag as bags
+
+        bag = bags.Bag
     except ImportError:  # pragma: no cover (dask.bag ships with dask)
-        Bag = None
+        pass
     try:
-        from dask.dataframe import DataFrame, Series
+        from dask import dataframe as frames
     except ImportError:  # dask[dataframe] (pandas) not installed: no dataframe can be passed either
-        return Bag, None, None
-    return Bag, Series, DataFrame
+        return bag, None, None
+    return bag, frames.Series, frames.DataFrame
 
 
 def _expand(source) -> list[str]:
