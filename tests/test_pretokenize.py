@@ -531,6 +531,7 @@ def test_cut_points_are_piece_boundaries():
         assert set(cuts.tolist()) <= starts
 
 
+@pytest.mark.jit_only
 def test_two_python_threads_at_once():
     """The kernels release the GIL; two callers with num_threads=1 get their own results."""
     text = SAMPLE.read_bytes().decode("utf-8")

@@ -430,6 +430,7 @@ def decode_kernel(ids, first_bytes, first_off, rest_bytes, rest_off):
 # training: word counting
 
 
+@wraps_around  # FNV-1a wraps
 @cached_njit(nogil=True)
 def _hash_bytes(data, start, end):
     h = _FNV_OFFSET

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Line coverage of numtok's kernels, run as plain Python: NUMBA_DISABLE_JIT=1 makes every
+# cached_njit kernel the function itself and every intrinsic its pure-Python twin
+# (src/numtok/_native/intrinsics.py). tests/conftest.py then cuts the sample text and the
+# hypothesis examples, and skips the tests marked jit_only (they check compiled kernels, or
+# are too slow as Python). Prints the report for the kernel modules (tools/kernel_coverage.rc).
+#
+#   tools/kernel_coverage.sh                    # the kernel tests below (~20 min on one core)
+#   tools/kernel_coverage.sh tests/test_train.py -k heap    # any pytest arguments instead
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TESTS=(
+    tests/test_pretokenize.py tests/test_encode.py tests/test_count.py tests/test_offsets.py
+    tests/test_train.py tests/test_word_counts.py tests/test_wordpiece.py tests/test_pystr.py
+)
+# Left out by default: tests that take minutes as Python (whole-vocabulary loads, processes,
+# threads) and the cl100k/o200k cases of encoder tests whose r50k case runs the same kernel lines.
+SLOW="not test_list_and_load and not test_table_cache and not test_processes and not many_threads and not test_threads_share
+ and not test_docs_and_examples and not test_sample_text_identical_to_tiktoken and not test_piece_cache_hits_equal
+ and not o200k_base] and not cl100k_base] and not test_one_kernel_path_on_real_text and not gpt2_merges
+ and not merge_mode_from_derived and not test_threads_give_the_same_pieces[3 and not test_threads_give_the_same_pieces[7"
+[ $# -gt 0 ] || set -- "${TESTS[@]}" -k "${SLOW//$'\n'/}"
+export NUMBA_DISABLE_JIT=1 NUMTOK_QUIET=1
+# coverage run rather than pytest-cov: a run stopped with Ctrl-C still reports what it covered.
+status=0
+python -m coverage run --rcfile=tools/kernel_coverage.rc -m pytest -q -p no:cacheprovider "$@" || status=$?
+python -m coverage report --rcfile=tools/kernel_coverage.rc
+exit $status
