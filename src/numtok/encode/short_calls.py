@@ -42,7 +42,7 @@ class Unbuilt:
     def _built(self) -> ShortCalls | NoShortCalls:
         tok = self._tok
         path: ShortCalls | NoShortCalls = NoShortCalls()
-        if tok._scanner_id >= 0 and not jit_off() and layout() is not None:
+        if tok._scanner_id >= 0 and layout() is not None:
             path = ShortCalls(tok)
         tok._short = path
         return path
@@ -55,8 +55,8 @@ class Unbuilt:
 
 
 class NoShortCalls:
-    """The short-call path where there is none: a pattern with no scanner, an interpreter
-    whose str layout is unknown, or kernels running as Python (JIT off)."""
+    """The short-call path where there is none: a pattern with no scanner, or an interpreter
+    whose str layout is unknown."""
 
     def encode(self, text: str) -> None:
         return None
@@ -70,9 +70,11 @@ class ShortCalls:
 
     def __init__(self, tok: Tokenizer) -> None:
         kernel = _s.ENCODE_SHORT[tok._scanner_id]
-        kernel.compile(_SIGNATURE)
-        # The compiled wrapper itself: ints need no typing, and it unboxes them at once.
-        self._enter: Callable[[int, int], int] = kernel.overloads[_SIGNATURE].entry_point
+        self._enter: Callable[[int, int], int] = kernel  # with the JIT off, the plain function
+        if not jit_off():
+            kernel.compile(_SIGNATURE)
+            # The compiled wrapper itself: ints need no typing, and it unboxes them at once.
+            self._enter = kernel.overloads[_SIGNATURE].entry_point
         self._tok = tok
         self._caches = tok._piece_caches
         self._heap_min = tok._heap_min
