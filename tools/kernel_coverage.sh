@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TESTS=(
     tests/test_pretokenize.py tests/test_encode.py tests/test_count.py tests/test_offsets.py
-    tests/test_train.py tests/test_word_counts.py tests/test_wordpiece.py tests/test_pystr.py
+    tests/test_train.py tests/test_word_counts.py tests/test_wordpiece.py tests/test_pystr.py tests/test_short_calls.py
 )
 # Left out by default: tests that take minutes as Python (whole-vocabulary loads, processes,
 # threads) and the cl100k/o200k cases of encoder tests whose r50k case runs the same kernel lines.
