@@ -1,6 +1,9 @@
 #!/usr/bin/env python
 """Old code against new in one process, per script group: the pre-tokenizer (``split_bytes``)
-and ``encode_ordinary`` of each version on the same text, calls alternating, thread CPU time.
+and ``encode_ordinary`` of each version on the same text, calls alternating, thread CPU time;
+with ``--batch``, ``encode_ordinary_batch`` of the group's documents (one thread); with
+``--train N``, ``train_bpe`` of the group's text to N tokens (one counting thread; process CPU
+time, as the merge loop runs on a thread of its own).
 
     mkdir -p /tmp/ab && git archive OLD_COMMIT src/numtok | tar -x -C /tmp/ab
     mv /tmp/ab/src/numtok /tmp/ab/numtok_old
@@ -34,14 +37,14 @@ from numtok.pretokenizers import split_bytes  # noqa: E402
 ENCODINGS = {"gpt2": "gpt2", "r50k": "r50k_base", "cl100k": "cl100k_base", "o200k": "o200k_base"}
 
 
-def alternate(old, new, rounds: int) -> tuple[float, float, float]:
+def alternate(old, new, rounds: int, clock=time.thread_time) -> tuple[float, float, float]:
     """(old's median seconds, new's, median of old/new per round), the order swapped each round."""
     t_old, t_new = [], []
     for r in range(rounds):
         for which in (0, 1) if r % 2 == 0 else (1, 0):
-            t0 = time.thread_time()
+            t0 = clock()
             (old, new)[which]()
-            (t_old, t_new)[which].append(time.thread_time() - t0)
+            (t_old, t_new)[which].append(clock() - t0)
     return statistics.median(t_old), statistics.median(t_new), statistics.median(a / b for a, b in zip(t_old, t_new))
 
 
@@ -54,6 +57,8 @@ def main() -> int:
     ap.add_argument("--max-mb", type=float, default=4.0, help="bytes of each group's text timed")
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--no-encode", action="store_true", help="time the pre-tokenizer only")
+    ap.add_argument("--batch", action="store_true", help="also encode_ordinary_batch of the documents, one thread")
+    ap.add_argument("--train", type=int, default=0, metavar="N", help="also train_bpe to N tokens")
     args = ap.parse_args()
     sys.path.insert(0, args.old_parent)
     import numtok_old
@@ -65,7 +70,12 @@ def main() -> int:
     old_enc, new_enc = numtok_old.load(encoding), numtok.load(encoding)
     print(f"{args.corpus}, {args.pattern}: new/old, {args.rounds} alternating rounds, thread CPU time, "
           f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
-    print(f"{'group':12s} {'MB':>5s}   {'scan old':>8s} {'new':>7s} {'new/old':>7s}   {'encode old':>10s} {'new':>7s} {'new/old':>7s}")
+    head = f"{'group':12s} {'MB':>5s}   {'scan old':>8s} {'new':>7s} {'new/old':>7s}   {'encode old':>10s} {'new':>7s} {'new/old':>7s}"
+    if args.batch:
+        head += f"   {'batch old':>9s} {'new':>7s} {'new/old':>7s}"
+    if args.train:
+        head += f"   {'train old s':>11s} {'new':>7s} {'new/old':>7s}"
+    print(head)
     for g in args.groups.split(","):
         if g not in groups:
             continue
@@ -86,6 +96,21 @@ def main() -> int:
                 warm_piece_caches(enc, lambda enc=enc: enc.encode_ordinary(text))
             eo, en, er = alternate(lambda: old_enc.encode_ordinary(text), lambda: new_enc.encode_ordinary(text), args.rounds)
             row += f"   {len(raw) / eo / 1e6:10.1f} {len(raw) / en / 1e6:7.1f} {er:7.3f}"
+        if args.batch:
+            docs_list = [d for d in text.split("\n\n") if d]
+            if not np.array_equal(old_enc.encode_ordinary_batch(docs_list, num_threads=1).ids,
+                                  new_enc.encode_ordinary_batch(docs_list, num_threads=1).ids):
+                raise SystemExit(f"{g}: the two versions' batch ids differ")
+            bo, bn, br = alternate(lambda: old_enc.encode_ordinary_batch(docs_list, num_threads=1),
+                                   lambda: new_enc.encode_ordinary_batch(docs_list, num_threads=1), args.rounds)
+            row += f"   {len(raw) / bo / 1e6:9.1f} {len(raw) / bn / 1e6:7.1f} {br:7.3f}"
+        if args.train:
+            lines = text.splitlines()
+            if numtok_old.train_bpe(lines, args.train, num_threads=1).merges != numtok.train_bpe(lines, args.train, num_threads=1).merges:
+                raise SystemExit(f"{g}: the two versions' merges differ")
+            to, tn, tr = alternate(lambda: numtok_old.train_bpe(lines, args.train, num_threads=1),
+                                   lambda: numtok.train_bpe(lines, args.train, num_threads=1), args.rounds, time.process_time)
+            row += f"   {to:11.2f} {tn:7.2f} {tr:7.3f}"
         print(row, flush=True)
     return 0
 

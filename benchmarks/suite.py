@@ -59,7 +59,7 @@ SECTIONS: tuple[Section, ...] = (
         ("mixed-100M.txt", "multi-100M.txt"),
     ),
     Section(
-        "arrow", "Arrow and 🤗 datasets",
+        "arrow", "Arrow and datasets",
         "Arrow `encode_batch` against the same documents as a list of str, and `datasets.map` against the same "
         "map with `PreTrainedTokenizerFast`.",
         ("{PY} benchmarks/compare_arrow.py {DIR}/mixed-100M.txt --parts encode,rss --encodings cl100k_base --repeat 5 --hf-mb 10",

@@ -45,3 +45,15 @@ def test_cli(args):
         assert proc.returncode == 0 and all(s.name in proc.stdout for s in SECTIONS)
     else:
         assert proc.returncode == 2 and "unknown section(s) no-such-section" in proc.stderr
+
+
+def test_readme_links_to_sections_of_the_page():
+    import re
+
+    def slug(title: str) -> str:  # GitHub's heading anchors
+        return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+    anchors = {slug(s.title) for s in SECTIONS} | {"machines", "how-to-measure"}
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        linked = set(re.findall(r"docs/performance\.md#([\w\-]+)", f.read()))
+    assert linked and linked <= anchors, linked - anchors

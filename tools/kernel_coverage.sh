@@ -3,10 +3,14 @@
 # cached_njit kernel the function itself and every intrinsic its pure-Python twin
 # (src/numtok/_native/intrinsics.py). tests/conftest.py then cuts the sample text and the
 # hypothesis examples, and skips the tests marked jit_only (they check compiled kernels, or
-# are too slow as Python). Prints the report for the kernel modules (tools/kernel_coverage.rc).
+# are too slow as Python). Then, with the JIT on and an empty kernel cache, every warmup job
+# compiles in one process under coverage too: the intrinsics' code generators and the kernel
+# cache's Python run only while Numba compiles. Prints the combined report for the kernel
+# modules (tools/kernel_coverage.rc).
 #
 #   tools/kernel_coverage.sh                    # the kernel tests below (~20 min on one core)
 #   tools/kernel_coverage.sh tests/test_train.py -k heap    # any pytest arguments instead
+#   NO_COMPILE_PASS=1 tools/kernel_coverage.sh ...          # the JIT-off tests alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TESTS=(
@@ -20,9 +24,21 @@ SLOW="not test_list_and_load and not test_table_cache and not test_processes and
  and not o200k_base] and not cl100k_base] and not test_one_kernel_path_on_real_text and not gpt2_merges
  and not merge_mode_from_derived and not test_threads_give_the_same_pieces[3 and not test_threads_give_the_same_pieces[7"
 [ $# -gt 0 ] || set -- "${TESTS[@]}" -k "${SLOW//$'\n'/}"
-export NUMBA_DISABLE_JIT=1 NUMTOK_QUIET=1
+export NUMTOK_QUIET=1
+RC=tools/kernel_coverage.rc
+python -m coverage erase --rcfile=$RC
 # coverage run rather than pytest-cov: a run stopped with Ctrl-C still reports what it covered.
 status=0
-python -m coverage run --rcfile=tools/kernel_coverage.rc -m pytest -q -p no:cacheprovider "$@" || status=$?
-python -m coverage report --rcfile=tools/kernel_coverage.rc
+NUMBA_DISABLE_JIT=1 python -m coverage run -p --rcfile=$RC -m pytest -q -p no:cacheprovider "$@" || status=$?
+if [ -z "${NO_COMPILE_PASS:-}" ]; then
+    cache=$(mktemp -d)
+    NUMTOK_JIT_CACHE=$cache NUMTOK_CACHE_DIR=$cache/tables python -m coverage run -p --rcfile=$RC - <<'PY' || status=$?
+from numtok import precompile
+for job in precompile.JOBS.values():  # in order, in this process (warmup() spawns workers)
+    job.run()
+PY
+    rm -rf "$cache"
+fi
+python -m coverage combine --rcfile=$RC -q
+python -m coverage report --rcfile=$RC
 exit $status
