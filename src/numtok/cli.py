@@ -89,8 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "the -o suffix: .json = HF tokenizer.json, .tiktoken = tiktoken rank file + sidecar, a directory (or --format gpt2) = vocab.json "
                     "+ merges.txt.",
     )  # fmt: skip
-    p.add_argument("files", nargs="+", metavar="FILE", help="training text (.txt, .jsonl, .gz, .parquet)")
+    p.add_argument("files", nargs="*", metavar="FILE", help="training text (.txt, .jsonl, .gz, .parquet)")
     p.add_argument("--vocab-size", type=_positive_int, required=True, metavar="N", help="final vocabulary size, special tokens included")
+    p.add_argument("--weight", action="append", default=[], metavar="PATH=W", dest="weights",
+                   help="every word of this input counts W times (repeatable; W > 0, exact for integers, else rounded); the "
+                   "file is an input whether or not it is also listed as FILE; others weigh 1")
     p.add_argument("--pattern", default=None, help="pre-tokenizer: gpt2 (default), r50k, cl100k, o200k, or a regex (with --base: the base's)")
     p.add_argument("--base", default=None, metavar="NAME_OR_PATH",
                    help="continue training this tokenizer (a bundled encoding such as o200k_base, a tokenizer.json or "
@@ -290,20 +293,40 @@ def cmd_train(args) -> int:
     from .pretokenizers import patterns
     from .train import trainer
 
-    _check_inputs(args.files)
+    source = _weighted_inputs(args.files, args.weights)
+    _check_inputs([path for path, _ in source])
     fmt = _infer_format(args.output, args.format)
     _check_output_dir(args.output, is_dir=fmt == "gpt2")
     if args.pattern is not None:
         patterns.resolve_pattern(args.pattern)  # a bad pattern fails now, not after reading the corpus
     base = load_tokenizer(args.base) if args.base is not None else None
     started = time.perf_counter()
-    tok = trainer.train_bpe(list(args.files), args.vocab_size, pattern=args.pattern, special_tokens=args.special_tokens,
+    tok = trainer.train_bpe(source if args.weights else [path for path, _ in source], args.vocab_size, pattern=args.pattern, special_tokens=args.special_tokens,
                             min_frequency=args.min_frequency, max_token_length=args.max_token_length, field=args.field,
                             show_progress=_progress_enabled(args), num_threads=args.threads, base=base)
     seconds = time.perf_counter() - started
     {"tiktoken": tok.save_tiktoken, "gpt2": tok.save_gpt2}.get(fmt, tok.save)(args.output)
     _say(args, _train_summary(tok, seconds, args.output))
     return 0
+
+
+def _weighted_inputs(files: list[str], weights: list[str]) -> list[tuple[str, float]]:
+    """The inputs in order with their weights: FILEs first, then --weight paths not among them."""
+    from .train.weights import check_weight
+
+    given: dict[str, float] = {}
+    for item in weights:
+        path, sep, text = item.rpartition("=")
+        if not sep or not path:
+            raise UserError(f"--weight takes PATH=W, got {item!r}")
+        try:
+            given[path] = check_weight(float(text), f"--weight {path}")
+        except ValueError as exc:
+            raise UserError(str(exc) if "--weight" in str(exc) else f"--weight {path}: not a number: {text!r}") from None
+    inputs = list(files) + [p for p in given if p not in files]
+    if not inputs:
+        raise UserError("no input: give FILE arguments or --weight PATH=W")
+    return [(path, given.get(path, 1)) for path in inputs]
 
 
 def _train_summary(tok, seconds: float, output: str) -> str:
