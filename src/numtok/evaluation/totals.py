@@ -7,7 +7,8 @@ are numbered as they are met; a group's row appears once it has a document.
 Columns of a row (``COLUMNS``): ``tokenizer`` (its name), ``vocab_size`` (``n_vocab``),
 ``group`` (``all`` for every document), ``documents``, ``bytes`` (UTF-8), ``chars``, ``words``
 (whitespace-separated), ``tokens``, ``bytes_per_token``, ``chars_per_token``,
-``tokens_per_word`` (None for groups of scripts written without spaces, or without words),
+``tokens_per_word`` (None for groups of scripts written without spaces, of no letters, or
+without words),
 ``byte_fallback_share`` (the share of bytes encoded as one-byte tokens of a byte >= 0x80,
 pieces of a character the vocabulary has no token for), ``vocab_used_share`` (the share of
 the ``vocab_size`` ids used at least once) and ``pattern`` (each tokenizer's own).
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import _kernels
-from .scripts import GROUPS, NO_SPACE_SCRIPTS, SCRIPTS, document_groups
+from .scripts import GROUPS, NO_SPACE_SCRIPTS, NONE, SCRIPTS, document_groups
 
 __all__ = ["COLUMNS", "ALL", "GroupTotals", "fallback_table"]
 
@@ -128,7 +129,7 @@ class GroupTotals:
                     "documents": int(self.documents[pick].sum()), "bytes": nbytes, "chars": int(self.chars[pick].sum()),
                     "words": words, "tokens": tokens, "bytes_per_token": _ratio(nbytes, tokens),
                     "chars_per_token": _ratio(int(self.chars[pick].sum()), tokens),
-                    "tokens_per_word": None if script in NO_SPACE_SCRIPTS or not words else _ratio(tokens, words),
+                    "tokens_per_word": None if script in NO_SPACE_SCRIPTS or script == NONE or not words else _ratio(tokens, words),
                     "byte_fallback_share": _ratio(int(self.fallback[t, pick].sum()), nbytes),
                     "vocab_used_share": _ratio(int(used.sum()), self.n_vocabs[t]), "pattern": patterns[t],
                 })  # fmt: skip
