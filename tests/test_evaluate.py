@@ -12,13 +12,13 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+import naive_eval
 import numpy as np
 import pytest
 from conftest import DATA, JIT_OFF
 from hypothesis import given
 from hypothesis import strategies as st
 
-import naive_eval
 import numtok
 from numtok import cli
 from numtok.evaluation import _kernels

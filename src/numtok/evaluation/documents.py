@@ -7,7 +7,7 @@ inputs are ``.jsonl`` / ``.parquet`` files (the field of each record / row) or a
 mappings (records); every document's group must be a non-empty value.
 
 >>> labels = {}
->>> [(bytes(c.data[s:e]), labels_of[i]) for c, labels_of in iter_labelled_chunks(
+>>> [(bytes(c.data[s:e]), int(labels_of[i])) for c, labels_of in iter_labelled_chunks(
 ...     [{"text": "hi", "lang": "en"}, {"text": "да", "lang": "ru"}], "text", "lang", labels)
 ...  for i, (s, e) in enumerate(c.docs)], labels
 ([(b'hi', 0), (b'\\xd0\\xb4\\xd0\\xb0', 1)], {'en': 0, 'ru': 1})

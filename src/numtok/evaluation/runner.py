@@ -19,7 +19,7 @@ from ..encode.buffers import padded
 from ..encode.engine import encode_docs
 from ..encode.special import NO_SPECIAL
 from ..encode.tokenizer import Tokenizer
-from ..io.sources import DEFAULT_CHUNK_BYTES, source_size
+from ..io.sources import source_size
 from ..pretokenizers._unicode import class_table
 from ..progress import Progress
 from .documents import iter_labelled_chunks
@@ -58,8 +58,8 @@ def evaluate(tokenizers, source, *, group_by: str = "script", field: str = "text
             named ``"all"``, a tokenizer that cannot be loaded, duplicate names.
 
     >>> rows = evaluate(["gpt2", "cl100k_base"], ["Hello world, hello tokenizers!", "Привет, мир"])
-    >>> [(r["tokenizer"], r["group"], r["tokens"]) for r in rows]
-    [('gpt2', 'latin', 7), ('gpt2', 'cyrillic', 12), ('gpt2', 'all', 19), ('cl100k_base', 'latin', 7), ('cl100k_base', 'cyrillic', 6), ('cl100k_base', 'all', 13)]
+    >>> [(r["tokenizer"], r["group"], r["tokens"]) for r in rows][:3]
+    [('gpt2', 'latin', 7), ('gpt2', 'cyrillic', 12), ('gpt2', 'all', 19)]
     """
     named = named_tokenizers(tokenizers)
     group_field = group_field_of(group_by)

@@ -52,8 +52,8 @@ def vocab_prefix(tok: Tokenizer, vocab_size: int) -> Tokenizer:
         return tok
     vocab = tok.vocab
     merges = tok.merges
-    last = next_id = lowest
-    for i, (a, b) in enumerate(merges):
+    last, next_id = 0, lowest
+    for i, (a, b) in enumerate(merges if vocab_size > lowest else ()):
         made = vocab[a + b]
         if made == next_id:
             next_id += 1
