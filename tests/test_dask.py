@@ -77,6 +77,17 @@ def test_train_on_files_equals_train_bpe(client, corpus, options):
     same_tokenizer(tok, numtok.train_bpe(corpus["files"], 1200, field="body", **options))
 
 
+def test_weighted_sources_equal_repeated_sources(client, corpus):
+    """Integer weights equal the sources repeated; a fractional weight scales each source's sum
+    (not each part's), as on one machine."""
+    a, b, c, _ = corpus["files"]
+    options = dict(field="body", special_tokens=["<|endoftext|>"], tie_break="first-seen")
+    tok = numtok.dask.train_bpe({a: 3, c: 1, b: 2.0}, 1100, partition_bytes=20_000, **options)
+    same_tokenizer(tok, numtok.train_bpe([a, a, a, c, b, b], 1100, **options))
+    tok = numtok.dask.train_bpe([(a, 0.5), (b, 1.5)], 1000, partition_bytes=20_000, **options)
+    same_tokenizer(tok, numtok.train_bpe([(a, 0.5), (b, 1.5)], 1000, **options))
+
+
 def test_glob_and_explicit_client(client, corpus):
     tok = numtok.dask.train_bpe(str(corpus["dir"] / "*.txt"), 900, client=client, pattern="r50k")
     same_tokenizer(tok, numtok.train_bpe(sorted(f for f in corpus["files"] if f.endswith(".txt")), 900, pattern="r50k"))

@@ -25,9 +25,21 @@ def test_exports_survive_importing_every_module():
 
 
 def test_import_is_lazy():
-    code = "import sys, numtok; print(*(m in sys.modules for m in ('numba', 'regex', 'dask', 'distributed', 'pyarrow')))"
+    code = "import sys, numtok; print(*(m in sys.modules for m in ('numba', 'regex', 'dask', 'distributed', 'pyarrow', 'matplotlib')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["False"] * 5
+    assert out == ["False"] * 6
+
+
+def test_evaluation_imports_matplotlib_only_to_plot():
+    """numtok.evaluate, numtok.sweep and numtok eval without a plot never import matplotlib."""
+    code = ("import sys, numtok\n"
+            "numtok.evaluate('gpt2', ['hello world'])\n"
+            "numtok.sweep(['hello world'] * 3, [258], ['hello'])\n"
+            "from numtok import cli\n"
+            "assert cli.main(['eval', '-q', '-t', 'gpt2', sys.argv[1], '--no-plot']) == 0\n"
+            "print('matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, __file__], capture_output=True, text=True, check=True).stdout.split()
+    assert out[-1] == "False"
 
 
 def test_word_counts_and_the_dask_module_import_without_dask():
@@ -81,7 +93,7 @@ def test_docstring_examples_of_every_module():
 
 # Stages from the bottom up: a module may import its own stage and the stages below it.
 _STAGE_RANK = {
-    "_native": 0, "progress": 0, "pretokenizers": 1, "io": 2, "encode": 3, "train": 4, "wordpiece": 5, "demo": 6,
+    "_native": 0, "progress": 0, "pretokenizers": 1, "io": 2, "encode": 3, "train": 4, "wordpiece": 5, "demo": 6, "evaluation": 6,
     "cli": 7, "dask": 7, "precompile": 7, "tiktoken": 7,
 }  # fmt: skip
 

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from .encode.registry import list_encodings as list_encodings
     from .encode.registry import load as load
     from .encode.tokenizer import Tokenizer as Tokenizer
+    from .evaluation.runner import evaluate as evaluate
+    from .evaluation.sweep import sweep as sweep
     from .precompile import warmup as warmup
     from .pretokenizers import pretokenize as pretokenize
     from .pretokenizers import split_bytes as split_bytes
@@ -48,6 +50,8 @@ _EXPORTS = {
     "train_wordpiece": "wordpiece",
     "WordPiece": "wordpiece",
     "warmup": "precompile",
+    "evaluate": "evaluation.runner",
+    "sweep": "evaluation.sweep",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,7 +1,7 @@
-"""The ``numtok`` command line: train, encode, decode, info, demo, warmup.
+"""The ``numtok`` command line: train, encode, decode, eval, sweep, info, demo, warmup.
 
 Argument parsing and printing only: the work is done by ``train.trainer``, ``io.encode_files``,
-``io.decode_file`` and ``demo``. Every command prints one line on stderr and exits non-zero on
+``io.decode_file``, ``evaluation`` and ``demo``. Every command prints one line on stderr and exits non-zero on
 a user mistake (missing file, unreadable tokenizer, bad option value); progress bars go to
 stderr when it is a terminal (``--quiet`` turns them and the summaries off). Outputs appear
 under their final name only once complete (``io/atomic.py``). How ``.txt``, ``.jsonl`` and
@@ -89,8 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "the -o suffix: .json = HF tokenizer.json, .tiktoken = tiktoken rank file + sidecar, a directory (or --format gpt2) = vocab.json "
                     "+ merges.txt.",
     )  # fmt: skip
-    p.add_argument("files", nargs="+", metavar="FILE", help="training text (.txt, .jsonl, .gz, .parquet)")
+    p.add_argument("files", nargs="*", metavar="FILE", help="training text (.txt, .jsonl, .gz, .parquet)")
     p.add_argument("--vocab-size", type=_positive_int, required=True, metavar="N", help="final vocabulary size, special tokens included")
+    p.add_argument("--weight", action="append", default=[], metavar="PATH=W", dest="weights",
+                   help="every word of this input counts W times (repeatable; W > 0, exact for integers, else rounded); the "
+                   "file is an input whether or not it is also listed as FILE; others weigh 1")
     p.add_argument("--pattern", default=None, help="pre-tokenizer: gpt2 (default), r50k, cl100k, o200k, or a regex (with --base: the base's)")
     p.add_argument("--base", default=None, metavar="NAME_OR_PATH",
                    help="continue training this tokenizer (a bundled encoding such as o200k_base, a tokenizer.json or "
@@ -147,6 +150,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eot", default=None, metavar="TOKEN", help="the document separator token (default: <|endoftext|>)")
     p.add_argument("--keep-eot", action="store_true", help="write the separator token's text instead of splitting")
     p.set_defaults(func=cmd_decode)
+
+    report = _Parser(add_help=False)
+    report.add_argument("--group-by", default="script", metavar="script|FIELD",
+                        help="group documents by their dominant Unicode script (default), or by a field of .jsonl/.parquet records such as lang")
+    report.add_argument("--field", default="text", help="the text field of .jsonl records, column of .parquet files (default: text)")
+    report.add_argument("-o", "--output", default=None, metavar="DIR", help="write DIR/report.csv, report.json and (with matplotlib) report.png/.svg")
+    report.add_argument("--plot", action=argparse.BooleanOptionalAction, default=None,
+                        help="the plot in -o DIR (default: when matplotlib is installed; --plot fails without it)")
+    report.add_argument("--threads", type=_positive_int, default=None, metavar="N", help="threads (default: all cores)")
+
+    p = sub.add_parser(
+        "eval", parents=[quiet, report], help="compare tokenizers: bytes, characters and words per token, per script or language",
+        description="Encode the documents of DATA with each tokenizer (batch encoder, all cores, streamed) and report per group: bytes, "
+                    "characters and whitespace words per token, the share of bytes that fall back to single-byte tokens and the share of the "
+                    "vocabulary used. Documents: each line of .txt files, each record of .jsonl, each row of .parquet.",
+    )  # fmt: skip
+    p.add_argument("-t", "--tokenizer", action="append", required=True, metavar="TOKENIZER", dest="tokenizers",
+                   help=_TOKENIZER_HELP + " (repeatable)")
+    p.add_argument("files", nargs="+", metavar="DATA", help="text to evaluate on (.txt, .jsonl, .gz, .parquet)")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "sweep", parents=[quiet, report], help="train once, evaluate every vocabulary size on held-out text",
+        description="Train a BPE tokenizer once to the largest size, then evaluate each size's prefix of the merges on the --eval data: "
+                    "the compression curve per group that shows which vocabulary size to choose.",
+    )  # fmt: skip
+    p.add_argument("files", nargs="*", metavar="DATA", help="training text (.txt, .jsonl, .gz, .parquet)")
+    p.add_argument("--vocab-sizes", required=True, metavar="A,B,...", help="the sizes to evaluate, e.g. 8192,16384,32768")
+    p.add_argument("--eval", action="append", required=True, metavar="HELDOUT", dest="heldout", help="held-out text (repeatable)")
+    p.add_argument("--weight", action="append", default=[], metavar="PATH=W", dest="weights", help="as for 'numtok train'")
+    p.add_argument("--pattern", default=None, help="pre-tokenizer: gpt2 (default), r50k, cl100k, o200k, or a regex")
+    p.add_argument("--special-token", action="append", default=[], metavar="TOK", dest="special_tokens", help="a special token (repeatable)")
+    p.add_argument("--min-frequency", type=_non_negative_int, default=0, metavar="N", help="stop when the best pair occurs fewer than N times")
+    p.add_argument("--save-tokenizers", action="store_true", help="also write DIR/tokenizer-<size>.json (HF format) for every size")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("info", help="describe a tokenizer",
                        description="Vocabulary size, pattern, special tokens and the longest tokens.")
@@ -290,20 +328,40 @@ def cmd_train(args) -> int:
     from .pretokenizers import patterns
     from .train import trainer
 
-    _check_inputs(args.files)
+    source = _weighted_inputs(args.files, args.weights)
+    _check_inputs([path for path, _ in source])
     fmt = _infer_format(args.output, args.format)
     _check_output_dir(args.output, is_dir=fmt == "gpt2")
     if args.pattern is not None:
         patterns.resolve_pattern(args.pattern)  # a bad pattern fails now, not after reading the corpus
     base = load_tokenizer(args.base) if args.base is not None else None
     started = time.perf_counter()
-    tok = trainer.train_bpe(list(args.files), args.vocab_size, pattern=args.pattern, special_tokens=args.special_tokens,
+    tok = trainer.train_bpe(source if args.weights else [path for path, _ in source], args.vocab_size, pattern=args.pattern, special_tokens=args.special_tokens,
                             min_frequency=args.min_frequency, max_token_length=args.max_token_length, field=args.field,
                             show_progress=_progress_enabled(args), num_threads=args.threads, base=base)
     seconds = time.perf_counter() - started
     {"tiktoken": tok.save_tiktoken, "gpt2": tok.save_gpt2}.get(fmt, tok.save)(args.output)
     _say(args, _train_summary(tok, seconds, args.output))
     return 0
+
+
+def _weighted_inputs(files: list[str], weights: list[str]) -> list[tuple[str, float]]:
+    """The inputs in order with their weights: FILEs first, then --weight paths not among them."""
+    from .train.weights import check_weight
+
+    given: dict[str, float] = {}
+    for item in weights:
+        path, sep, text = item.rpartition("=")
+        if not sep or not path:
+            raise UserError(f"--weight takes PATH=W, got {item!r}")
+        try:
+            given[path] = check_weight(float(text), f"--weight {path}")
+        except ValueError as exc:
+            raise UserError(str(exc) if "--weight" in str(exc) else f"--weight {path}: not a number: {text!r}") from None
+    inputs = list(files) + [p for p in given if p not in files]
+    if not inputs:
+        raise UserError("no input: give FILE arguments or --weight PATH=W")
+    return [(path, given.get(path, 1)) for path in inputs]
 
 
 def _train_summary(tok, seconds: float, output: str) -> str:
@@ -370,6 +428,74 @@ def cmd_decode(args) -> int:
     except BrokenPipeError:
         # The reader went away (``numtok decode ... | head``): not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# eval, sweep
+
+
+def _check_report_args(args) -> None:
+    """Checks made before any work: the output directory's parent, the plot's matplotlib."""
+    from .evaluation.report import require_matplotlib
+
+    if args.output is not None:
+        _check_output_dir(args.output, is_dir=True)
+        if os.path.exists(args.output) and not os.path.isdir(args.output):
+            raise UserError(f"-o takes a directory, but {args.output} is a file")
+    if args.plot and args.output is None:
+        raise UserError("--plot writes into the -o directory: give -o DIR")
+    if args.plot:
+        try:
+            require_matplotlib()
+        except ImportError as exc:
+            raise UserError(str(exc)) from None
+
+
+def _report(args, rows: list, kind: str) -> None:
+    from .evaluation.report import format_table, write_report
+
+    print(format_table(rows))
+    if args.output is not None:
+        written = write_report(rows, args.output, plot=args.plot, kind=kind)
+        _say(args, "wrote " + ", ".join(written))
+
+
+def cmd_eval(args) -> int:
+    from .evaluation.runner import evaluate
+
+    _check_inputs(args.files)
+    _check_report_args(args)
+    tokenizers = {spec: load_tokenizer(spec) for spec in dict.fromkeys(args.tokenizers)}
+    rows = evaluate(tokenizers, list(args.files), group_by=args.group_by, field=args.field, num_threads=args.threads,
+                    show_progress=_progress_enabled(args))
+    _report(args, rows, "eval")
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from .evaluation.sweep import sweep
+    from .pretokenizers import patterns
+
+    try:
+        sizes = [int(k.replace("_", "")) for k in args.vocab_sizes.split(",") if k.strip()]
+    except ValueError:
+        raise UserError(f"--vocab-sizes takes integers separated by commas, got {args.vocab_sizes!r}") from None
+    source = _weighted_inputs(args.files, args.weights)
+    _check_inputs([path for path, _ in source] + args.heldout)
+    _check_report_args(args)
+    if args.save_tokenizers and args.output is None:
+        raise UserError("--save-tokenizers writes into the -o directory: give -o DIR")
+    if args.pattern is not None:
+        patterns.resolve_pattern(args.pattern)
+    result = sweep(source if args.weights else [path for path, _ in source], sizes, list(args.heldout), group_by=args.group_by,
+                   field=args.field, pattern=args.pattern, special_tokens=args.special_tokens, min_frequency=args.min_frequency,
+                   num_threads=args.threads, show_progress=_progress_enabled(args))
+    _report(args, result.rows, "sweep")
+    if args.save_tokenizers:
+        for k in result.sizes:
+            result.tokenizer_of(k).save(os.path.join(args.output, f"tokenizer-{k}.json"))
+        _say(args, f"wrote {len(result.sizes)} tokenizers to {args.output}")
     return 0
 
 

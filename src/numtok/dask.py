@@ -25,6 +25,7 @@ import socket
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from .train.weights import weighted_sources
 from .train.word_counts import WordCounts, count_words
 
 if TYPE_CHECKING:
@@ -85,7 +86,17 @@ def train_bpe(source, vocab_size: int, *, client=None, partition_bytes: int = DE
     field = options.pop("field", "text")
     checked = TrainOptions.check(vocab_size, **options)  # bad options fail here, before any work
     counting = dict(pattern=checked.pattern, special_tokens=tuple(checked.special_tokens), field=field, num_threads=num_threads)
-    parts = _count_tasks(client, source, counting, partition_bytes)
+    weighted = weighted_sources(source)
+    if weighted is None:
+        parts = _count_tasks(client, source, counting, partition_bytes)
+    else:
+        # Scaled after each source is summed whole: a rounded weight rounds the source's counts,
+        # as on one machine, not each part's.
+        parts = []
+        for part_source, weight in weighted:
+            counted = _count_tasks(client, part_source, counting, partition_bytes)
+            if counted:
+                parts.append(client.submit(operator.mul, _tree_sum(client, counted), weight, pure=False))
     if not parts:
         raise ValueError("the corpus is empty: no file or partition to read")
     total = _tree_sum(client, parts)

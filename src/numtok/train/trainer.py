@@ -24,6 +24,7 @@ from . import _kernels as _bpe_kernels
 from .base import derive_merges_early, start_from_base
 from .counting import count_chunks
 from .options import TrainOptions
+from .weights import weighted_sources
 from .word_counts import WordCounts
 from .words import WordCounter
 
@@ -73,7 +74,10 @@ def train_bpe(
             in place; ``pip install "numtok[arrow]"``), or a path / list of paths: ``.txt``
             (each line one sequence), ``.jsonl`` (its ``field``), optionally ``.gz``, or
             ``.parquet`` (its ``field`` column, streamed a few MB at a time). Read as a stream;
-            only unique words are kept.
+            only unique words are kept. Weighted: a dict ``{source: weight}`` or a list of
+            ``(source, weight)`` pairs; each source is counted once and every word counted in
+            it counts ``weight`` times (exactly for an integer weight, which equals repeating
+            the source; otherwise rounded halves up: :mod:`numtok.train.weights`).
         vocab_size: the final number of tokens, special tokens included. Training stops
             earlier when no pair is left; memory follows the corpus, not this number.
         pattern: "gpt2" (the default), "r50k", "cl100k", "o200k" or a regex (``regex`` syntax);
@@ -132,7 +136,12 @@ def train_bpe(
     if options.base is not None:
         options.base_merges = derive_merges_early(options.base)
     started = time.perf_counter()
-    counter, corpus_bytes = _count_words(source, options, show_progress, threads, field)
+    weighted = weighted_sources(source)
+    counter: WordCounter | WordCounts
+    if weighted is not None:
+        counter, corpus_bytes = _count_weighted(weighted, options, show_progress, threads, field)
+    else:
+        counter, corpus_bytes = _count_words(source, options, show_progress, threads, field)
     holder = [counter]
     del counter  # the holder owns it now, so it is freed as soon as the words are symbolized
     return _train_from_counter(holder, options, show_progress, started, corpus_bytes)
@@ -236,6 +245,20 @@ def _count_words(source, options: TrainOptions, show_progress, num_threads, fiel
     # First positions matter only to tie_break="first-seen" (8 bytes a word while counting).
     return count_chunks(chunks, options.pattern, source_size(source), show_progress, num_threads,
                          track_firsts=options.tie_break == "first-seen")
+
+
+def _count_weighted(weighted: list, options: TrainOptions, show_progress, num_threads, field: str) -> tuple[WordCounts, int]:
+    """Count each source once, scale its counts by its weight, sum in order (so the words stay
+    in first-occurrence order, as in the sources read one after another)."""
+    total: WordCounts | None = None
+    for source, weight in weighted:
+        counter, nbytes = count_chunks(iter_chunks(source, special_tokens=options.special_tokens, field=field), options.pattern,
+                                       source_size(source), show_progress, num_threads)
+        counts = WordCounts.from_counter(counter, options.pattern, options.special_tokens, nbytes) * weight
+        del counter
+        total = counts if total is None else total + counts
+    assert total is not None
+    return total, total.corpus_bytes
 
 
 def _alphabet(options: TrainOptions, symbols_seen: list[bytes]) -> list[bytes]:

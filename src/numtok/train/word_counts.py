@@ -29,6 +29,7 @@ import numpy as np
 
 from ..io.atomic import atomic_write
 from ..pretokenizers.patterns import resolve_pattern
+from .weights import scale_counts, scale_total
 from .words import WordCounter, gather_words
 
 __all__ = ["WordCounts", "count_words"]
@@ -171,6 +172,20 @@ class WordCounts:
         counter.freeze()  # its arrays become the result's
         return WordCounts(counter.store, counter.bounds, counter.counts, pattern=self.pattern,
                           special_tokens=self.special_tokens, corpus_bytes=self.corpus_bytes + other.corpus_bytes)
+
+    def __mul__(self, weight) -> WordCounts:
+        """Every count times ``weight`` (the rule of :mod:`numtok.train.weights`: exact for an
+        integer, else rounded halves up); ``a * 3 == a + a + a``.
+
+        >>> [(w.decode(), c) for w, c in (count_words(["to be or not to be"]) * 2).items()]
+        [('to', 2), (' be', 4), (' or', 2), (' not', 2), (' to', 2)]
+        """
+        if isinstance(weight, WordCounts):
+            return NotImplemented
+        return WordCounts(self.words, self.offsets, scale_counts(self.counts, weight), pattern=self.pattern,
+                          special_tokens=self.special_tokens, corpus_bytes=scale_total(self.corpus_bytes, weight))
+
+    __rmul__ = __mul__
 
     def __radd__(self, other):
         if isinstance(other, int) and other == 0:  # sum(list_of_word_counts)
