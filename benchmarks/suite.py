@@ -107,6 +107,16 @@ SECTIONS: tuple[Section, ...] = (
         ("mixed-100M.txt",),
     ),
     Section(
+        "evaluate", "Evaluation and vocabulary sweeps",
+        "`numtok.evaluate` of cl100k_base, o200k_base and gpt2 against encoding the same lines once with each "
+        "`encode_ordinary_batch`; a sweep (8 sizes up to 131072, the last 20 MB held out): its training against "
+        "one `train_bpe` to the largest size, its 8 evaluations against one of the largest size; weighted "
+        "training `{train: 2}` against `train_bpe(train)`. Peak RSS after each part.",
+        ("{PY} benchmarks/eval_sweep.py {DIR}/mixed-100M.txt --threads 2",
+         "{PY} benchmarks/eval_sweep.py {DIR}/multi-100M.txt --threads 2"),
+        ("mixed-100M.txt", "multi-100M.txt"),
+    ),
+    Section(
         "wordpiece", "WordPiece",
         "Training (HF `WordPieceTrainer` against numtok) and BERT-uncased encoding against HF.",
         ("{PY} benchmarks/compare_wordpiece.py {DIR}/mixed-10M.txt --repeat 3",),

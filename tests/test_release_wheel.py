@@ -60,6 +60,9 @@ counts = numtok.count_words(lines)
 out["counts"] = numtok.train_bpe_from_counts(counts, 400, show_progress=False).encode_ordinary(text).tolist()
 wp = numtok.train_wordpiece(lines, 1500, show_progress=False)
 out["wordpiece"] = wp.encode(text).tolist()
+out["evaluate"] = numtok.evaluate(["cl100k_base", tok], lines, num_threads=2)
+out["sweep"] = numtok.sweep(lines, [300, 400], lines, show_progress=False).rows
+out["weighted"] = [[a.hex(), b.hex()] for a, b in numtok.train_bpe([(lines, 2), (lines[:5], 1.5)], 400, show_progress=False).merges]
 with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
     from numtok.cli import main
     main(["demo", "--quiet"])
@@ -120,7 +123,11 @@ def _jit_results(text: str) -> dict:
     out["train/ids"] = tok.encode_ordinary(text).tolist()
     out["counts"] = numtok.train_bpe_from_counts(numtok.count_words(lines), 400, show_progress=False).encode_ordinary(text).tolist()
     out["wordpiece"] = numtok.train_wordpiece(lines, 1500, show_progress=False).encode(text).tolist()
-    return out
+    out["evaluate"] = numtok.evaluate(["cl100k_base", tok], lines, num_threads=2)
+    out["sweep"] = numtok.sweep(lines, [300, 400], lines, show_progress=False).rows
+    weighted = numtok.train_bpe([(lines, 2), (lines[:5], 1.5)], 400, show_progress=False)
+    out["weighted"] = [[a.hex(), b.hex()] for a, b in weighted.merges]
+    return json.loads(json.dumps(out))  # as the workload's results come back
 
 
 @pytest.fixture(scope="module")

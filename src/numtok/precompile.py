@@ -218,6 +218,17 @@ def _job_cli() -> None:
             tokenizer_info(tok)
 
 
+def _job_evaluate() -> None:
+    import numtok
+
+    text = _text(4).splitlines(keepends=True) + ["Привет, мир", "こんにちは世界", "नमस्ते दुनिया"]
+    numtok.evaluate(["cl100k_base", "gpt2"], text, num_threads=2)
+    records = [{"text": line, "lang": "en" if line.isascii() else "other"} for line in text]
+    numtok.evaluate("gpt2", records, group_by="lang", num_threads=1)
+    numtok.sweep(text, [260, 300], text, show_progress=False)
+    numtok.train_bpe([(text, 2), (text[:3], 1.5)], 300, show_progress=False)  # weighted sources
+
+
 @dataclass(frozen=True)
 class _Job:
     name: str
@@ -232,6 +243,7 @@ _ORDER = (
     _Job("encodings", _job_encodings, ("encode",)),
     _Job("train", _job_train, ("encode",)),
     _Job("arrow", _job_arrow, ("encode", "train")),
+    _Job("evaluate", _job_evaluate, ("encode", "train")),
     _Job("cli", _job_cli, ("encode", "train", "arrow")),
 )
 JOBS: dict[str, _Job] = {j.name: j for j in _ORDER}
@@ -254,7 +266,7 @@ def warmup(*, processes: int | None = None, jobs: tuple[str, ...] | None = None,
 
     Args:
         processes: worker processes (default: the usable cores, at most the number of jobs).
-        jobs: a subset of :data:`JOBS` ("encode", "encodings", "train", "wordpiece", "arrow", "cli");
+        jobs: a subset of :data:`JOBS` ("encode", "encodings", "train", "wordpiece", "arrow", "evaluate", "cli");
             default all. A job's prerequisites run too.
         quiet: no progress lines on stderr.
 
