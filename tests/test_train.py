@@ -285,11 +285,12 @@ def test_word_counter_carries_counts_past_32_bits_from_single_occurrences():
     assert wc.firsts.tolist() == [5, 9]
 
 
+@pytest.mark.parametrize("floor", [0, 3])
 @pytest.mark.parametrize("first_seen", [False, True])
-def test_heap_rebuilt_from_pair_table_pops_in_order(first_seen):
+def test_heap_rebuilt_from_pair_table_pops_in_order(first_seen, floor):
     """The heap the merge loop rebuilds when it fills (one entry per pair that can still be
-    merged: a count and postings left) pops exactly the live pairs, best first under each
-    tie-break rule, against a sort of the table."""
+    merged: a count and postings left, and a count not below the floor of hidden pairs) pops
+    exactly those pairs, best first under each tie-break rule, against a sort of the table."""
     from numtok.train import _kernels as k
 
     rng = np.random.default_rng(1)
@@ -299,16 +300,17 @@ def test_heap_rebuilt_from_pair_table_pops_in_order(first_seen):
     pairs[:n, k.COUNT] = rng.integers(0, 6, size=n)  # many ties, and dead pairs
     pairs[:n, k.PLEN] = rng.integers(0, 3, size=n)  # 0: a merged pair (no postings left)
     pairs[:n, k.FIRST] = rng.permutation(n * 5)[:n]
-    assert k._n_mergeable(pairs, n) == int(((pairs[:n, k.COUNT] > 0) & (pairs[:n, k.PLEN] > 0)).sum())
-    heap = np.empty((k._n_mergeable(pairs, n), 3 if first_seen else 2), dtype=np.int64)
-    size = k._heap_from_pairs(heap, pairs, n, first_seen)
+    mergeable = (pairs[:n, k.COUNT] > 0) & (pairs[:n, k.COUNT] >= floor) & (pairs[:n, k.PLEN] > 0)
+    assert k._n_mergeable(pairs, n, floor) == int(mergeable.sum())
+    heap = np.empty((k._n_mergeable(pairs, n, floor), 3 if first_seen else 2), dtype=np.int64)
+    size = k._heap_from_pairs(heap, pairs, n, first_seen, floor)
     popped = []
     while size:
         popped.append(tuple(heap[0].tolist()))
         size = k._heap_pop(heap, size)
     # The reference: the live pairs sorted best first (count down, then aux up).
     aux = k.FIRST if first_seen else k.KEY
-    live = [p for p in range(n) if pairs[p, k.COUNT] > 0 and pairs[p, k.PLEN] > 0]
+    live = [p for p in range(n) if mergeable[p]]
     entries = [(int(pairs[p, k.COUNT]), int(pairs[p, aux])) + ((p,) if first_seen else ()) for p in live]
     assert popped == sorted(entries, key=lambda e: (-e[0], e[1]))
 
