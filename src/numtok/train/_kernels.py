@@ -16,6 +16,14 @@ Data model
     Under "hf", pairs whose count is 0 are removed from the table when it fills up (the removed
     pairs' heap entries find no row: count 0, exactly as their row would have said), so the
     table holds about the live pairs, not every pair ever made.
+    Hidden pairs (under "hf"): a pair whose count is below a floor (2 at first, then the best
+    count >> 6, at most ``floor_cap``) is not pushed, and its row is removed with the dead ones;
+    its losses are then not counted. That is exact because counts only fall, except in the step
+    that makes a token (its pairs are new) or re-uses an id; so while the heap's best is at or
+    above the floor, no hidden pair can be merged. When the best falls below it (or the heap
+    empties), or a merge re-uses an id, every pair not in the table is added back with its
+    count and postings by one pass over the words, the heap is rebuilt, and the floor is 0 for
+    the rest of the run.
 
 Why this shape (performance notes)
     - Counts are never recomputed: a merge visits only the words in the pair's postings and
@@ -25,6 +33,9 @@ Why this shape (performance notes)
       is always too optimistic and is re-pushed with its current value when popped (HF's rule).
     - Token identity (a merge whose string already exists re-uses its id, as HF does) is a
       hash table over each token's base-symbol sequence, checked in full on a hash match.
+    - Hidden pairs: on corpora of mostly unique words most pairs made by merges occur once or
+      twice and are never merged; without a row, postings or heap entry they cost neither
+      memory nor the work of keeping them.
 """
 
 from __future__ import annotations
@@ -656,6 +667,8 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
     the row to 32 bytes); lengths are rewritten in place, like ``sym``. ``reserve_rows`` pair
     rows are allocated at once: while they last, the table grows by using more of them (no
     copy, so no second table resident); past them it is copied to a bigger one.
+
+    ``floor_cap`` bounds the floor below which pairs are hidden (module docstring; 0: none is).
 
     Ids 0..len(tok_len_base)-1 exist at the start (special tokens, then the alphabet, in the
     order that breaks ties); base symbol sequences (tok_seq_*) say which strings they are,
