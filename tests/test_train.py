@@ -53,6 +53,18 @@ def test_pair_table_grown_by_copying_matches_hf(sample_lines, monkeypatch, reser
     assert tok.training_stats["engine"]["pair_rows"] > reservable // 64
 
 
+@pytest.mark.parametrize("hide_below", [0, 2, 10**12])
+def test_hidden_pairs_brought_back_match_hf(sample_lines, monkeypatch, hide_below):
+    # Pairs below the floor keep no row, postings or heap entry. 0: none hidden; 2: the
+    # count-1 pairs, brought back when the best count falls to 1; a huge cap lets the floor
+    # follow the best count (>> 6), so they are brought back (recounted from the words) midway.
+    from numtok.train import trainer
+
+    monkeypatch.setattr(trainer, "HIDE_BELOW", hide_below)
+    assert_same_as_hf(sample_lines[:3000], 3000)
+    assert_same_as_hf(sample_lines[:300], 2500)  # down to count-1 pairs
+
+
 def test_special_tokens_take_first_ids_like_hf(sample_lines):
     tok = assert_same_as_hf(sample_lines[:2000], 800, special_tokens=["<|endoftext|>", "<pad>"])
     assert tok.vocab[b"<|endoftext|>"] == 0 and tok.vocab[b"<pad>"] == 1
@@ -95,6 +107,22 @@ def test_random_corpora_match_hf(sequences, vocab_size, min_frequency):
             numtok.train_bpe(sequences, vocab_size)
         return
     assert_same_as_hf(sequences, vocab_size, min_frequency=min_frequency)
+
+
+@given(small_corpora(), st.integers(257, 330), st.sampled_from([0, 1, 2, 3]), st.sampled_from([0, 2, 10**12]))
+def test_hidden_pairs_with_reused_ids_match_hf(sequences, vocab_size, min_frequency, hide_below):
+    # Small alphabets make merges that re-use an id (("aa", "a") after ("a", "aa")), which can
+    # raise a hidden pair's count: every hidden pair is brought back first.
+    from numtok.train import trainer
+
+    if not any(sequences):
+        return
+    old = trainer.HIDE_BELOW
+    trainer.HIDE_BELOW = hide_below
+    try:
+        assert_same_as_hf(sequences, vocab_size, min_frequency=min_frequency)
+    finally:
+        trainer.HIDE_BELOW = old
 
 
 # -- identical to the naive reference (options HF does not have, or has differently) --------------
@@ -285,11 +313,12 @@ def test_word_counter_carries_counts_past_32_bits_from_single_occurrences():
     assert wc.firsts.tolist() == [5, 9]
 
 
+@pytest.mark.parametrize("floor", [0, 3])
 @pytest.mark.parametrize("first_seen", [False, True])
-def test_heap_rebuilt_from_pair_table_pops_in_order(first_seen):
+def test_heap_rebuilt_from_pair_table_pops_in_order(first_seen, floor):
     """The heap the merge loop rebuilds when it fills (one entry per pair that can still be
-    merged: a count and postings left) pops exactly the live pairs, best first under each
-    tie-break rule, against a sort of the table."""
+    merged: a count and postings left, and a count not below the floor of hidden pairs) pops
+    exactly those pairs, best first under each tie-break rule, against a sort of the table."""
     from numtok.train import _kernels as k
 
     rng = np.random.default_rng(1)
@@ -299,16 +328,17 @@ def test_heap_rebuilt_from_pair_table_pops_in_order(first_seen):
     pairs[:n, k.COUNT] = rng.integers(0, 6, size=n)  # many ties, and dead pairs
     pairs[:n, k.PLEN] = rng.integers(0, 3, size=n)  # 0: a merged pair (no postings left)
     pairs[:n, k.FIRST] = rng.permutation(n * 5)[:n]
-    assert k._n_mergeable(pairs, n) == int(((pairs[:n, k.COUNT] > 0) & (pairs[:n, k.PLEN] > 0)).sum())
-    heap = np.empty((k._n_mergeable(pairs, n), 3 if first_seen else 2), dtype=np.int64)
-    size = k._heap_from_pairs(heap, pairs, n, first_seen)
+    mergeable = (pairs[:n, k.COUNT] > 0) & (pairs[:n, k.COUNT] >= floor) & (pairs[:n, k.PLEN] > 0)
+    assert k._n_mergeable(pairs, n, floor) == int(mergeable.sum())
+    heap = np.empty((k._n_mergeable(pairs, n, floor), 3 if first_seen else 2), dtype=np.int64)
+    size = k._heap_from_pairs(heap, pairs, n, first_seen, floor)
     popped = []
     while size:
         popped.append(tuple(heap[0].tolist()))
         size = k._heap_pop(heap, size)
     # The reference: the live pairs sorted best first (count down, then aux up).
     aux = k.FIRST if first_seen else k.KEY
-    live = [p for p in range(n) if pairs[p, k.COUNT] > 0 and pairs[p, k.PLEN] > 0]
+    live = [p for p in range(n) if mergeable[p]]
     entries = [(int(pairs[p, k.COUNT]), int(pairs[p, aux])) + ((p,) if first_seen else ()) for p in live]
     assert popped == sorted(entries, key=lambda e: (-e[0], e[1]))
 

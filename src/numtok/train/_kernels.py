@@ -16,6 +16,14 @@ Data model
     Under "hf", pairs whose count is 0 are removed from the table when it fills up (the removed
     pairs' heap entries find no row: count 0, exactly as their row would have said), so the
     table holds about the live pairs, not every pair ever made.
+    Hidden pairs (under "hf"): a pair whose count is below a floor (2 at first, then the best
+    count >> 6, at most ``floor_cap``) is not pushed, and its row is removed with the dead ones;
+    its losses are then not counted. That is exact because counts only fall, except in the step
+    that makes a token (its pairs are new) or re-uses an id; so while the heap's best is at or
+    above the floor, no hidden pair can be merged. When the best falls below it (or the heap
+    empties), or a merge re-uses an id, every pair not in the table is added back with its
+    count and postings by one pass over the words, the heap is rebuilt, and the floor is 0 for
+    the rest of the run.
 
 Why this shape (performance notes)
     - Counts are never recomputed: a merge visits only the words in the pair's postings and
@@ -25,6 +33,9 @@ Why this shape (performance notes)
       is always too optimistic and is re-pushed with its current value when popped (HF's rule).
     - Token identity (a merge whose string already exists re-uses its id, as HF does) is a
       hash table over each token's base-symbol sequence, checked in full on a hash match.
+    - Hidden pairs: on corpora of mostly unique words most pairs made by merges occur once or
+      twice and are never merged; without a row, postings or heap entry they cost neither
+      memory nor the work of keeping them.
 """
 
 from __future__ import annotations
@@ -229,26 +240,34 @@ def _reserve_pool(pairs, n_pairs, pool, st, extra, drop_stale):
     return pool
 
 
-@cached_njit(nogil=True)
-def _drop_dead_pairs(slots, pairs, n_pairs, step, touched, n_touched, near_step, min_dead):
-    """Remove the pairs whose count is 0 and that this step has not touched, if there are at
-    least ``min_dead``: the other rows move down in order, ``touched`` is renumbered, the hash
-    is rebuilt in place and the neighbour cache emptied. Returns the new number of pairs.
+@njit(**INLINE)
+def _droppable(pairs, q, step, floor):
+    c = pairs[q, COUNT]
+    return pairs[q, STAMP] != step and (c == 0 or (c < floor and pairs[q, PLEN] > 0))
 
-    Only under tie_break="hf", whose heap entries hold keys: a removed pair that comes back is
-    a new row with count 0 and no postings, as its old row would have been (its stale
-    postings are dropped by the pool's compaction anyway).
+
+@cached_njit(nogil=True)
+def _drop_dead_pairs(slots, pairs, n_pairs, step, touched, n_touched, near_step, min_dead, floor):
+    """Remove the pairs that this step has not touched and whose count is 0, or below ``floor``
+    (pairs never merged only: those have postings), if there are at least ``min_dead``: the
+    other rows move down in order, ``touched`` is renumbered, the hash is rebuilt in place and
+    the neighbour cache emptied. Returns the new number of pairs.
+
+    Only under tie_break="hf", whose heap entries hold keys: a removed pair of count 0 that
+    comes back is a new row with count 0 and no postings, as its old row would have been (its
+    stale postings are dropped by the pool's compaction anyway). A removed pair below the floor
+    is hidden: see ``_bpe_train``.
     """
     dead = 0
     for q in range(n_pairs):
-        if pairs[q, COUNT] == 0 and pairs[q, STAMP] != step:
+        if _droppable(pairs, q, step, floor):
             dead += 1
     if dead < min_dead:
         return n_pairs
     new_row = np.empty(n_pairs, dtype=np.int32)
     kept = np.int64(0)  # not the literal: a kernel called while it is typed as one would compile for it too
     for q in range(n_pairs):
-        if pairs[q, COUNT] == 0 and pairs[q, STAMP] != step:
+        if _droppable(pairs, q, step, floor):
             new_row[q] = -1
             continue
         new_row[q] = kept
@@ -282,28 +301,42 @@ def _heap_push(heap, size, count, aux, p):
     return size + 1
 
 
+@cached_njit(nogil=True, _nrt=False)
+def _push_touched(heap, size, pairs, touched, n_touched, first_seen, floor):
+    """Push each touched pair whose count is positive and not below ``floor``, as (count, key)
+    or (count, first occurrence, row); returns the new size. Its own kernel without reference counting: in the
+    merge loop, where the heap may be rebound, each push cost a decrement and an increment of it."""
+    for k in range(n_touched):
+        q = touched[k]
+        if pairs[q, COUNT] > 0 and pairs[q, COUNT] >= floor:
+            aux_q = pairs[q, FIRST] if first_seen else pairs[q, KEY]
+            size = _heap_push(heap, size, pairs[q, COUNT], aux_q, q)
+    return size
+
+
 @cached_njit(nogil=True)
-def _n_mergeable(pairs, n_pairs):
-    """How many pairs can still be merged: count > 0 and postings left (a merged pair has none)."""
+def _n_mergeable(pairs, n_pairs, floor):
+    """How many pairs can still be merged: count > 0 and postings left (a merged pair has none),
+    and not below ``floor`` (pairs below it are hidden: see ``_bpe_train``)."""
     n = 0
     for p in range(n_pairs):
-        if pairs[p, COUNT] > 0 and pairs[p, PLEN] > 0:
+        if pairs[p, COUNT] > 0 and pairs[p, COUNT] >= floor and pairs[p, PLEN] > 0:
             n += 1
     return n
 
 
 @cached_njit(nogil=True)
-def _heap_from_pairs(heap, pairs, n_pairs, first_seen):
+def _heap_from_pairs(heap, pairs, n_pairs, first_seen, floor):
     """Fill ``heap`` (room for ``_n_mergeable`` entries at least) with one exact entry per pair
-    that can still be merged, as the merge loop pushes them: (count, key) or, under first-seen,
-    (count, first occurrence, row). Returns its size.
+    that can still be merged and is not below ``floor``, as the merge loop pushes them:
+    (count, key) or, under first-seen, (count, first occurrence, row). Returns its size.
 
     A lazy heap holds one entry per pair ever pushed, dead ones too; this one holds only the
     pairs alive. Pops still pick the same pair: every entry is exact or optimistic either way.
     """
     size = np.int64(0)  # not the literal: a kernel called while it is typed as one would compile for it too
     for p in range(n_pairs):
-        if pairs[p, COUNT] > 0 and pairs[p, PLEN] > 0:
+        if pairs[p, COUNT] > 0 and pairs[p, COUNT] >= floor and pairs[p, PLEN] > 0:
             heap[size, 0] = pairs[p, COUNT]
             heap[size, 1] = pairs[p, FIRST] if first_seen else pairs[p, KEY]
             if first_seen:
@@ -328,6 +361,59 @@ def _heap_pop(heap, size):
 # initial pair counts
 
 
+@cached_njit(nogil=True, _nrt=False)
+def _count_words_pairs(sym, words, tok_len, max_len, slots, pairs, st, w, first_new):
+    """Pass 1 of ``_count_all_pairs`` from word w: counts, and in PCAP how many distinct words
+    hold each pair (LASTW the last one), for the rows from ``first_new`` on: a pair not in the
+    table is added, the rows before are left as they are. Returns the word that needs more rows or slots than
+    there are (the caller makes room and calls again from it), or the number of words. Its own
+    kernel without reference counting: with the arrays rebound in its loop, each position cost
+    atomic increments and decrements of them."""
+    n_pairs = st[N_PAIRS]
+    for w in range(w, len(words)):  # noqa: B020 - resumes at the word it stopped at
+        s = words[w, W_START]
+        m = words[w, W_LEN]
+        if n_pairs + m > pairs.shape[0] or 2 * (n_pairs + m) > slots.shape[0]:
+            st[N_PAIRS] = n_pairs
+            return w
+        for i in range(s, s + m - 1):
+            a = sym[i]
+            b = sym[i + 1]
+            if tok_len[a] + tok_len[b] > max_len:
+                continue
+            key = (np.int64(a) << 32) | np.int64(b)
+            p = _find_pair(slots, pairs, key)
+            if p < 0:
+                p = _new_pair(slots, pairs, n_pairs, key)
+                n_pairs += 1
+            elif p < first_new:
+                continue
+            pairs[p, COUNT] += words[w, W_FREQ]
+            if pairs[p, LASTW] != w:
+                pairs[p, LASTW] = w
+                pairs[p, PCAP] += 1
+    st[N_PAIRS] = n_pairs
+    return len(words)
+
+
+@cached_njit(nogil=True, _nrt=False)
+def _fill_postings(sym, words, tok_len, max_len, slots, pairs, pool, first_new):
+    """Pass 2 of ``_count_all_pairs``: the postings of the rows from ``first_new`` on, in word
+    order, at the starts set."""
+    for w in range(len(words)):
+        s = words[w, W_START]
+        for i in range(s, s + words[w, W_LEN] - 1):
+            a = sym[i]
+            b = sym[i + 1]
+            if tok_len[a] + tok_len[b] > max_len:
+                continue
+            p = _find_pair(slots, pairs, (np.int64(a) << 32) | np.int64(b))
+            if p >= first_new and pairs[p, LASTW] != w:
+                pairs[p, LASTW] = w
+                pool[pairs[p, PSTART] + pairs[p, PLEN]] = w
+                pairs[p, PLEN] += 1
+
+
 @cached_njit(nogil=True)
 def _count_all_pairs(sym, words, tok_len, max_len, reserve_rows):
     """Count every adjacent pair of every word (overlapping windows count) and build exact-size
@@ -337,44 +423,21 @@ def _count_all_pairs(sym, words, tok_len, max_len, reserve_rows):
     n_words = len(words)
     pairs = np.empty((max(1024, reserve_rows), NCOL), dtype=np.int64)
     slots = np.full(2048, -1, dtype=np.int32)
-    n_pairs = 0
-    # Pass 1: counts, and how many distinct words hold each pair.
-    for w in range(n_words):
-        s = words[w, W_START]
-        for i in range(s, s + words[w, W_LEN] - 1):
-            a = sym[i]
-            b = sym[i + 1]
-            if tok_len[a] + tok_len[b] > max_len:
-                continue
-            key = (np.int64(a) << 32) | np.int64(b)
-            p = _find_pair(slots, pairs, key)
-            if p < 0:
-                slots, pairs = _reserve_pairs(slots, pairs, n_pairs, 1)
-                p = _new_pair(slots, pairs, n_pairs, key)
-                n_pairs += 1
-            pairs[p, COUNT] += words[w, W_FREQ]
-            if pairs[p, LASTW] != w:
-                pairs[p, LASTW] = w
-                pairs[p, PCAP] += 1
+    st = np.zeros(4, dtype=np.int64)
+    w = np.int64(0)  # not the literal: a kernel called while it is typed as one would compile for it too
+    while True:
+        w = _count_words_pairs(sym, words, tok_len, max_len, slots, pairs, st, w, 0)
+        if w >= n_words:
+            break
+        slots, pairs = _reserve_pairs(slots, pairs, st[N_PAIRS], words[w, W_LEN])
+    n_pairs = st[N_PAIRS]
     pool_used = 0
     for p in range(n_pairs):
         pairs[p, PSTART] = pool_used
         pool_used += pairs[p, PCAP]
         pairs[p, LASTW] = -1
     pool = np.empty(pool_used + pool_used // 4 + 1024, dtype=np.int32)
-    # Pass 2: fill the postings, in word order.
-    for w in range(n_words):
-        s = words[w, W_START]
-        for i in range(s, s + words[w, W_LEN] - 1):
-            a = sym[i]
-            b = sym[i + 1]
-            if tok_len[a] + tok_len[b] > max_len:
-                continue
-            p = _find_pair(slots, pairs, (np.int64(a) << 32) | np.int64(b))
-            if pairs[p, LASTW] != w:
-                pairs[p, LASTW] = w
-                pool[pairs[p, PSTART] + pairs[p, PLEN]] = w
-                pairs[p, PLEN] += 1
+    _fill_postings(sym, words, tok_len, max_len, slots, pairs, pool, 0)
     return slots, pairs, n_pairs, pool, pool_used
 
 
@@ -398,6 +461,52 @@ def _first_occurrence(sym, words, tok_len, pairs, p, pool):
                 break
             pos += tok_len[sym[i]]
     return best
+
+
+@cached_njit(nogil=True)
+def _unhide_pairs(sym, words, tok_len, max_len, slots, pairs, pool, st, drop_stale):
+    """Add every pair of the words that is not in the table (the hidden ones) with its count
+    and postings, counted as ``_count_all_pairs`` does; the rows in the table are left as they
+    are. Returns (slots, pairs, pool); ``st`` has the new number of pairs and pool use."""
+    first_new = st[N_PAIRS]
+    cst = np.zeros(4, dtype=np.int64)
+    cst[N_PAIRS] = first_new
+    w = np.int64(0)  # not the literal: a kernel called while it is typed as one would compile for it too
+    while True:
+        w = _count_words_pairs(sym, words, tok_len, max_len, slots, pairs, cst, w, first_new)
+        if w >= len(words):
+            break
+        slots, pairs = _reserve_pairs(slots, pairs, cst[N_PAIRS], words[w, W_LEN])
+    n_pairs = cst[N_PAIRS]
+    st[N_PAIRS] = n_pairs
+    need = 0
+    for p in range(first_new, n_pairs):
+        # Each new list's length waits in LASTW while the pool makes room (which may compact
+        # the pool and rewrite the other columns of postings).
+        need += pairs[p, PCAP]
+        pairs[p, LASTW] = pairs[p, PCAP]
+        pairs[p, PCAP] = 0
+        pairs[p, PLEN] = 0
+    pool = _reserve_pool(pairs, n_pairs, pool, st, need, drop_stale)
+    for p in range(first_new, n_pairs):
+        pairs[p, PSTART] = st[POOL_USED]
+        pairs[p, PCAP] = pairs[p, LASTW]
+        st[POOL_USED] += pairs[p, LASTW]
+        pairs[p, LASTW] = -1
+    _fill_postings(sym, words, tok_len, max_len, slots, pairs, pool, first_new)
+    return slots, pairs, pool
+
+
+@cached_njit(nogil=True)
+def _rebuild_heap(heap, pairs, n_pairs, first_seen):
+    """The heap rebuilt from the table with every pair that can be merged; a new array when it
+    lacks room for twice them. Returns (heap, size)."""
+    n_live = _n_mergeable(pairs, n_pairs, 0)
+    if 2 * n_live > len(heap):
+        n_cols = heap.shape[1]
+        heap = np.empty((0, n_cols), dtype=np.int64)
+        heap = np.empty((max(16, 2 * n_live), n_cols), dtype=np.int64)
+    return heap, _heap_from_pairs(heap, pairs, n_pairs, first_seen, 0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -456,11 +565,13 @@ def _apply_delta(slots, pairs, pool, touched, st, near, near_step, side, step, x
     else:
         key = (np.int64(x) << 32) | np.int64(y)
         p = _find_pair(slots, pairs, key)
-        if p < 0:
+        if p < 0 and d > 0:
             p = _new_pair(slots, pairs, st[N_PAIRS], key)
             st[N_PAIRS] += 1
         near[side, other] = p
         near_step[side, other] = step
+    if p < 0:
+        return  # a loss of a hidden pair (one in the table has all its occurrences counted)
     pairs[p, COUNT] += d
     if d > 0:
         _append_posting(pairs, p, w, pool, st)
@@ -549,13 +660,15 @@ def _rewrite_postings(sym, words, words_flat, post_buf, k, n_post, a, b, t, reus
 @wraps_around  # its tokens' polynomial hashes (tok_hash, tok_pow) wrap
 @cached_njit(nogil=True)
 def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
-               n_ids_target, min_frequency, max_len, first_seen, reserve_rows, progress):
+               n_ids_target, min_frequency, max_len, first_seen, reserve_rows, floor_cap, progress):
     """Learn merges until ``n_ids_target`` ids exist (or no pair is frequent enough).
 
     ``words`` is int64 (n, 4), a row per word (W_START, W_LEN, W_FREQ; the fourth column pads
     the row to 32 bytes); lengths are rewritten in place, like ``sym``. ``reserve_rows`` pair
     rows are allocated at once: while they last, the table grows by using more of them (no
     copy, so no second table resident); past them it is copied to a bigger one.
+
+    ``floor_cap`` bounds the floor below which pairs are hidden (module docstring; 0: none is).
 
     Ids 0..len(tok_len_base)-1 exist at the start (special tokens, then the alphabet, in the
     order that breaks ties); base symbol sequences (tok_seq_*) say which strings they are,
@@ -606,8 +719,11 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
     if first_seen:
         for p in range(n_pairs):
             pairs[p, FIRST] = _first_occurrence(sym, words, tok_len, pairs, p, pool)
-    heap = np.empty((max(16, 2 * _n_mergeable(pairs, n_pairs)), 3 if first_seen else 2), dtype=np.int64)
-    size = _heap_from_pairs(heap, pairs, n_pairs, first_seen)
+    # Pairs below the floor are hidden (see the docstring); it starts at 2 and rises with the
+    # best count, never past floor_cap (0: no pair is hidden).
+    floor = min(np.int64(2), floor_cap)
+    heap = np.empty((max(16, 2 * _n_mergeable(pairs, n_pairs, floor)), 3 if first_seen else 2), dtype=np.int64)
+    size = _heap_from_pairs(heap, pairs, n_pairs, first_seen, floor)
 
     merge_left = np.empty(max(16, cap_ids - n_base), dtype=np.int32)
     merge_right = np.empty_like(merge_left)
@@ -628,7 +744,18 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
                 drop_stale = False
     dropped = 0  # pairs removed from the table
     step = np.int64(0)  # not the literal: a kernel called while it is typed as one would compile for it too
-    while n_ids < n_ids_target and size > 0:
+    while n_ids < n_ids_target:
+        if size == 0 and (floor == 0 or floor <= min_frequency):
+            break  # no pair left, or only hidden ones, below min_frequency
+        if size == 0 or heap[0, 0] < floor and not (heap[0, 0] < min_frequency and floor <= min_frequency):
+            # A hidden pair may be as good as the best: bring them all back, recounted.
+            slots, pairs, pool = _unhide_pairs(sym, words, tok_len, max_len, slots, pairs, pool, st, drop_stale)
+            rows = max(rows, st[N_PAIRS])
+            floor = np.int64(0)
+            floor_cap = np.int64(0)
+            heap, size = _rebuild_heap(heap, pairs, st[N_PAIRS], first_seen)
+            progress[8] += 1
+            continue
         count = heap[0, 0]
         aux = heap[0, 1]
         p = heap[0, 2] if first_seen else _find_pair(slots, pairs, aux)
@@ -636,8 +763,12 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
         current = pairs[p, COUNT] if p >= 0 else 0
         progress[3] += 1
         if count != current:
-            # Stale: re-queue with the current count (HF's lazy refresh).
-            if current > 0 or not first_seen:
+            # Stale: re-queue with the current count (HF's lazy refresh); a pair that fell
+            # below the floor, or left the table, is hidden instead.
+            if floor > 0:
+                if p >= 0 and current >= floor:
+                    size = _heap_push(heap, size, current, aux, p)
+            elif current > 0 or not first_seen:
                 size = _heap_push(heap, size, current, aux, p)
             continue
         if first_seen:
@@ -649,6 +780,8 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
                 continue
         if count < 1 or count < min_frequency:
             break
+        if (count >> 6) > floor:
+            floor = min(floor_cap, count >> 6)
         key = pairs[p, KEY]
         a = np.int32(key >> 32)
         b = np.int32(key & 0xFFFFFFFF)
@@ -702,6 +835,15 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
         post_buf[:n_post] = pool[start:start + n_post]
         pairs[p, PLEN] = 0
         pairs[p, PCAP] = 0
+        if reused and floor > 0:
+            # A re-used id can raise a hidden pair's count: bring them all back first (after
+            # the merged pair's postings are out, so that the heap rebuilt leaves it out).
+            slots, pairs, pool = _unhide_pairs(sym, words, tok_len, max_len, slots, pairs, pool, st, drop_stale)
+            rows = max(rows, st[N_PAIRS])
+            floor = np.int64(0)
+            floor_cap = np.int64(0)
+            heap, size = _rebuild_heap(heap, pairs, st[N_PAIRS], first_seen)
+            progress[8] += 1
         st[N_TOUCHED] = 0
         st[APPENDS] = 0
         # Rewrite every word that holds (a, b), left to right, non-overlapping, in place; the
@@ -720,7 +862,7 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
                     # Reuse the rows of dead pairs (an eighth of the table at least: their pages
                     # stay in use, new rows would add pages) instead of growing it; p keeps its
                     # count, so its row is kept (it may move).
-                    kept = _drop_dead_pairs(slots, pairs, st[N_PAIRS], step, touched, st[N_TOUCHED], near_step, rows // 8)
+                    kept = _drop_dead_pairs(slots, pairs, st[N_PAIRS], step, touched, st[N_TOUCHED], near_step, rows // 8, floor)
                     dropped += st[N_PAIRS] - kept
                     st[N_PAIRS] = kept
                 # As _reserve_pairs, but each old table is freed before the next is made.
@@ -749,19 +891,15 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
         if len(heap) < size + st[N_TOUCHED]:
             # Full (of stale and dead entries mostly): rebuilt from the table, the touched pairs
             # with their new counts, in place if it has room for twice the live pairs.
-            n_live = _n_mergeable(pairs, st[N_PAIRS])
+            n_live = _n_mergeable(pairs, st[N_PAIRS], floor)
             if 2 * n_live > len(heap):
                 n_cols = heap.shape[1]
                 heap = np.empty((0, n_cols), dtype=np.int64)  # the old one freed before the new one is made
                 heap = np.empty((2 * n_live, n_cols), dtype=np.int64)
                 progress[8] += 1
-            size = _heap_from_pairs(heap, pairs, st[N_PAIRS], first_seen)
+            size = _heap_from_pairs(heap, pairs, st[N_PAIRS], first_seen, floor)
         else:
-            for k in range(st[N_TOUCHED]):
-                q = touched[k]
-                if pairs[q, COUNT] > 0:
-                    aux_q = pairs[q, FIRST] if first_seen else pairs[q, KEY]
-                    size = _heap_push(heap, size, pairs[q, COUNT], aux_q, q)
+            size = _push_touched(heap, size, pairs, touched, st[N_TOUCHED], first_seen, floor)
         step += 1
         progress[0] = n_merges
     progress[5] = st[N_PAIRS] + dropped

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 __all__ = ["train_bpe", "train_bpe_from_counts", "byte_level_order"]
 
 _COUNT_MAX = 2**63 - 1  # word and pair counts are int64
+# The merge loop hides pairs whose count is below a floor that rises with the best count up to
+# this (0: none hidden); hidden pairs come back, recounted, if the best falls to the floor.
+HIDE_BELOW = 8
 
 
 def byte_level_order() -> np.ndarray:
@@ -457,13 +460,17 @@ def _learn(counter, options: TrainOptions, show_progress) -> tuple[list[tuple[by
     # positions and an eighth more: growing inside them never holds a second table.
     row_bytes = 8 * _bpe_kernels.NCOL
     reserve_rows = min(positions + positions // 8 + 1024, reservable_bytes() // row_bytes)
+    first_seen = options.tie_break == "first-seen"
+    # Pairs below a floor (at most this) keep no row, postings or heap entry until the best
+    # count falls to it; only under "hf", whose heap entries hold keys.
+    floor_cap = 0 if first_seen else HIDE_BELOW
     bar = Progress("Merging", total=n_target - minimum, unit="merges", enabled=show_progress)
 
     def run():
         try:
             result.append(_bpe_kernels._bpe_train(
                 sym, words, tok_len, tok_seq, tok_seq_len,
-                n_target, options.min_frequency, max_len, options.tie_break == "first-seen", reserve_rows, progress))
+                n_target, options.min_frequency, max_len, first_seen, reserve_rows, floor_cap, progress))
         except BaseException as exc:  # surfaced in the caller's thread
             result.append(exc)
 
