@@ -835,6 +835,9 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
         post_buf[:n_post] = pool[start:start + n_post]
         pairs[p, PLEN] = 0
         pairs[p, PCAP] = 0
+        # A re-used id may make this pair again later, in the word it was last appended for:
+        # that posting must not be taken for one already in its (now empty) list.
+        pairs[p, LASTW] = -1
         if reused and floor > 0:
             # A re-used id can raise a hidden pair's count: bring them all back first (after
             # the merged pair's postings are out, so that the heap rebuilt leaves it out).
