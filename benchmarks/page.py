@@ -96,7 +96,8 @@ def render(records: dict[str, dict]) -> str:
                      f"(`python -m benchmarks run {section.name}`).\n")
         for run in record["runs"]:
             status = "" if run["exit_code"] == 0 else f", **exit code {run['exit_code']}**"
-            parts.append(f"```sh\n{run['command']}\n```\n\n{run['seconds']:.0f} s, load {run['load_before']:.1f} → "
+            command = run["command"].replace("{PY}", "python").replace("{DIR}", "DIR")
+            parts.append(f"```sh\n{command}\n```\n\n{run['seconds']:.0f} s, load {run['load_before']:.1f} → "
                          f"{run['load_after']:.1f}{status}:\n\n```text\n{_clean(run['output'])}\n```\n")
     parts.append(HOW)
     return "\n".join(parts)

@@ -77,6 +77,7 @@ def run(section: Section, corpus_dir: str, *, echo: bool = True) -> dict:
     when ``echo``) and return the record kept for it."""
     runs = []
     started = datetime.datetime.now(datetime.timezone.utc)
+    at_commit = commit()  # the code the commands run (the tree may change while they do)
     for template in section.commands:
         command = expand(template, corpus_dir)
         load_before = os.getloadavg()[0]
@@ -92,7 +93,7 @@ def run(section: Section, corpus_dir: str, *, echo: bool = True) -> dict:
         runs.append({"command": template, "exit_code": code, "seconds": round(time.perf_counter() - t0, 1),
                      "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
                      "output": "".join(lines)})
-    return {"section": section.name, "started": started.strftime("%Y-%m-%d %H:%M UTC"), "commit": commit(),
+    return {"section": section.name, "started": started.strftime("%Y-%m-%d %H:%M UTC"), "commit": at_commit,
             "machine": machine(), "runs": runs}
 
 
