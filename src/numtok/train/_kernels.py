@@ -509,6 +509,15 @@ def _rebuild_heap(heap, pairs, n_pairs, first_seen):
     return heap, _heap_from_pairs(heap, pairs, n_pairs, first_seen, 0)
 
 
+@cached_njit(nogil=True)
+def _unhide_all(sym, words, tok_len, max_len, slots, pairs, pool, st, drop_stale, heap, first_seen):
+    """Every hidden pair back in the table, and the heap rebuilt from it; returns (slots,
+    pairs, pool, heap, heap size)."""
+    slots, pairs, pool = _unhide_pairs(sym, words, tok_len, max_len, slots, pairs, pool, st, drop_stale)
+    heap, size = _rebuild_heap(heap, pairs, st[N_PAIRS], first_seen)
+    return slots, pairs, pool, heap, size
+
+
 # ----------------------------------------------------------------------------------------------
 # token identity: base-symbol sequences, hashed
 
@@ -749,11 +758,10 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
             break  # no pair left, or only hidden ones, below min_frequency
         if size == 0 or heap[0, 0] < floor and not (heap[0, 0] < min_frequency and floor <= min_frequency):
             # A hidden pair may be as good as the best: bring them all back, recounted.
-            slots, pairs, pool = _unhide_pairs(sym, words, tok_len, max_len, slots, pairs, pool, st, drop_stale)
+            slots, pairs, pool, heap, size = _unhide_all(sym, words, tok_len, max_len, slots, pairs, pool, st, drop_stale,
+                                                         heap, first_seen)
             rows = max(rows, st[N_PAIRS])
-            floor = np.int64(0)
-            floor_cap = np.int64(0)
-            heap, size = _rebuild_heap(heap, pairs, st[N_PAIRS], first_seen)
+            floor = floor_cap = np.int64(0)
             progress[8] += 1
             continue
         count = heap[0, 0]
@@ -841,11 +849,10 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
         if reused and floor > 0:
             # A re-used id can raise a hidden pair's count: bring them all back first (after
             # the merged pair's postings are out, so that the heap rebuilt leaves it out).
-            slots, pairs, pool = _unhide_pairs(sym, words, tok_len, max_len, slots, pairs, pool, st, drop_stale)
+            slots, pairs, pool, heap, size = _unhide_all(sym, words, tok_len, max_len, slots, pairs, pool, st, drop_stale,
+                                                         heap, first_seen)
             rows = max(rows, st[N_PAIRS])
-            floor = np.int64(0)
-            floor_cap = np.int64(0)
-            heap, size = _rebuild_heap(heap, pairs, st[N_PAIRS], first_seen)
+            floor = floor_cap = np.int64(0)
             progress[8] += 1
         st[N_TOUCHED] = 0
         st[APPENDS] = 0
