@@ -16,6 +16,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ..io.atomic import atomic_write
 from . import _kernels as K
 from .bert import BertNormalizer, class_table, code_points, lower_table_packed, pre_tokenizer_mode
 
@@ -435,8 +436,8 @@ class WordPiece:
         }
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write :meth:`to_json` to ``path`` (a HF ``tokenizer.json``)."""
-        with open(path, "w", encoding="utf-8") as f:
+        """Write :meth:`to_json` to ``path`` (a HF ``tokenizer.json``), atomically."""
+        with atomic_write(path, "w") as f:
             json.dump(self.to_json(), f, ensure_ascii=False, indent=1)
 
 
