@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from hf_reference import hf_train, numtok_as_hf
 
 import numtok
+from numtok.io.encode_files import encode_files
 
 DATA = Path(__file__).parent / "data"
 SRC = Path(numtok.__file__).resolve().parents[1]
@@ -54,7 +56,24 @@ def _every_num_threads():
         "encode_ordinary_batch": lambda n: enc.encode_ordinary_batch(["hello world"], num_threads=n),
         "split_bytes": lambda n: numtok.split_bytes(data, docs, "gpt2", num_threads=n),
         "split_bytes(regex)": lambda n: numtok.split_bytes(data, docs, r"\w+|\s+", num_threads=n),
+        "count_words": lambda n: numtok.count_words(["hello world"], num_threads=n).counts,
+        "encode_files": lambda n: _encode_file_with(enc, n),
     }
+
+
+def _encode_file_with(enc, num_threads) -> np.ndarray:
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "a.txt").write_text("hello world\n")
+        encode_files([os.path.join(d, "a.txt")], enc, os.path.join(d, "ids.npy"), num_threads=num_threads)
+        return np.load(os.path.join(d, "ids.npy"))
+
+
+def test_dask_num_threads_follows_the_rule_before_any_client_is_needed():
+    pytest.importorskip("distributed")
+    import numtok.dask
+
+    with pytest.raises(ValueError, match=r"num_threads must be an int >= 1 or None, got 0"):
+        numtok.dask.train_bpe("corpus.txt", 300, num_threads=0)
 
 
 @pytest.mark.parametrize("api", list(_every_num_threads()))

@@ -25,6 +25,7 @@ import socket
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ._native.threads import check_num_threads
 from .train.word_counts import WordCounts, count_words
 
 if TYPE_CHECKING:
@@ -79,9 +80,10 @@ def train_bpe(source, vocab_size: int, *, client=None, partition_bytes: int = DE
     from .train.options import TrainOptions
     from .train.trainer import train_bpe_from_counts
 
+    num_threads = options.pop("num_threads", None)
+    num_threads = 1 if num_threads is None else check_num_threads(num_threads)
     client = _default_client(client)
     options.pop("show_progress", None)
-    num_threads = options.pop("num_threads", None) or 1
     field = options.pop("field", "text")
     checked = TrainOptions.check(vocab_size, **options)  # bad options fail here, before any work
     counting = dict(pattern=checked.pattern, special_tokens=tuple(checked.special_tokens), field=field, num_threads=num_threads)
