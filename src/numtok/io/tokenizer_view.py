@@ -84,7 +84,7 @@ def tokenizer_info(tok, top: int = 10) -> dict:
         "pattern": tok.pattern if tok.pattern in NAMED_PATTERNS else "custom",
         "pattern_regex": NAMED_PATTERNS.get(tok.pattern, tok.pattern),
         "special_tokens": tok.special_tokens,
-        "eot_token": tok.eot_token,
+        "eot_token": tok.special_tokens.get("<|endoftext|>"),
         "longest_tokens": [{"id": i, "bytes": len(t), "token": t.decode("utf-8", "replace")} for t, i in longest],
         "_longest_raw": longest,
     }
