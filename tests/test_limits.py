@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -242,3 +243,42 @@ def test_rss_stops_growing_over_many_batches():
     rss = json.loads(r.stdout)
     settled = rss[49]
     assert max(rss[50:]) <= settled + (24 << 20), [x >> 20 for x in rss]  # MiB, to read the trend
+
+
+# -- a first compile under a memory cap ---------------------------------------------------------
+
+COLD = textwrap.dedent("""
+    import json, resource, sys, time
+    limit = int(sys.argv[1]) << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    started = time.time()
+    try:
+        import numtok
+        ids = numtok.load("gpt2").encode("hello world").tolist()
+        outcome = ids
+    except MemoryError as exc:
+        outcome = str(exc)
+    print(json.dumps([outcome, "scipy.linalg" in sys.modules, time.time() - started]))
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS")
+@pytest.mark.parametrize("limit_mb", [2048, pytest.param(500, marks=pytest.mark.slow)])
+def test_cold_compile_under_an_address_space_limit_finishes_or_fails_clearly(tmp_path, limit_mb):
+    """No compiled kernel, no built table: the first compile under `ulimit -v` never loads SciPy's
+    OpenBLAS (which could retry a failed allocation for ever), and ends within 120 s."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+           "NUMTOK_JIT_CACHE": str(tmp_path / "jit"), "NUMTOK_CACHE_DIR": str(tmp_path / "tables")}
+    r = subprocess.run([sys.executable, "-c", COLD, str(limit_mb)], capture_output=True, text=True, env=env, timeout=120)
+    if limit_mb < 2048 and r.returncode == -signal.SIGABRT:  # LLVM itself gives up: its message, no hang
+        assert "allocation failed" in r.stderr, r.stderr[-2000:]
+        return
+    assert r.returncode == 0, r.stderr[-2000:]
+    outcome, scipy_linalg, seconds = json.loads(r.stdout)
+    print(f"cold compile under {limit_mb} MiB: {outcome} in {seconds:.1f} s")
+    assert not scipy_linalg
+    if limit_mb >= 2048:
+        assert outcome == [31373, 995]
+    else:
+        assert outcome == [31373, 995] or re.fullmatch(r"out of memory while compiling numtok's \w+ under an address-space limit of "
+                                                       r"500 MiB \(ulimit -v\): raise the limit, .*", outcome), outcome
