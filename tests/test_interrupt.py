@@ -8,6 +8,7 @@ latencies are printed (``-s`` shows them).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -95,3 +96,37 @@ def test_ctrl_c_raises_keyboard_interrupt_at_once_and_the_tokenizer_stays_usable
     latencies = [interrupt_latency(mode, rng) for _ in range(1 if mode in QUICK else 5)]
     print(f"{mode}: KeyboardInterrupt {', '.join(f'{x:.3f}' for x in latencies)} s after SIGINT")
     assert max(latencies) < BOUND, latencies
+
+
+RACE = r"""
+import collections, json, random, signal, sys
+import numtok
+enc = numtok.load("r50k_base")
+text = "hello world " * 600  # past the short-call path: kernels that return arrays
+ids = enc.encode_ordinary(text).tolist()
+calls = [lambda: enc.encode_ordinary(text), lambda: enc.decode(ids), lambda: enc.encode_with_offsets(text),
+         lambda: enc.count_tokens(text), lambda: enc.encode_ordinary_batch([text] * 4, num_threads=1)]
+for call in calls:
+    call()
+signal.signal(signal.SIGALRM, signal.default_int_handler)  # a timer's signal, handled as Ctrl-C's
+seen, rng = collections.Counter(), random.Random(0)
+for trial in range(int(sys.argv[1])):
+    call = calls[trial % len(calls)]
+    try:
+        signal.setitimer(signal.ITIMER_REAL, rng.uniform(0.0005, 0.01))
+        while True:
+            call()
+    except BaseException as exc:
+        seen[type(exc).__name__] += 1
+print(json.dumps(seen))
+assert enc.encode_ordinary(text).tolist() == ids
+"""
+
+
+def test_a_signal_during_a_kernel_call_is_keyboard_interrupt_never_system_error():
+    """Ctrl-C landing while a kernel boxes its result was a SystemError ('returned a result with an
+    exception set'); hundreds of interrupts at random moments give KeyboardInterrupt only."""
+    r = subprocess.run([sys.executable, "-c", RACE, "250"], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(r.stdout) == {"KeyboardInterrupt": 250}

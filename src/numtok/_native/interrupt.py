@@ -4,12 +4,13 @@ until it returns."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Callable, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["interruptible"]
+__all__ = ["interruptible", "cache_numba_unpickle"]
 
 
 def interruptible(fn: Callable[..., T], *args: Any) -> T:
@@ -38,3 +39,23 @@ def interruptible(fn: Callable[..., T], *args: Any) -> T:
     if not ok:
         raise value
     return value
+
+
+def cache_numba_unpickle() -> None:
+    """Put a C-level cache in front of ``numba.core.serialize._numba_unpickle``.
+
+    Compiled code that boxes an array calls that Python function for its constants (the dtype)
+    on every call. A signal handler that runs inside it (Ctrl-C's) leaves KeyboardInterrupt set
+    under a result the kernel still returns, which Numba reports as ``SystemError: ...
+    returned a result with an exception set``. ``functools.lru_cache`` answers every call
+    after a constant's first without running bytecode, so no handler runs there, and
+    KeyboardInterrupt is raised at the next bytecode instead. Numba keeps the function it finds
+    at its first unpickle: this must run before any kernel does.
+    """
+    from numba.core import serialize
+
+    if getattr(serialize._numba_unpickle, "numtok_cached", False):
+        return
+    cached = functools.lru_cache(maxsize=None)(serialize._numba_unpickle)
+    cached.numtok_cached = True  # type: ignore[attr-defined]
+    serialize._numba_unpickle = cached

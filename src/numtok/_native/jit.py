@@ -47,6 +47,7 @@ from numba.core import event as _event
 from numba.core.runtime import rtsys
 
 from . import precompiled
+from .interrupt import cache_numba_unpickle
 from .notices import is_quiet, set_quiet
 
 __all__ = ["INLINE", "cached_njit", "wraps_around", "cache_locations", "describe_location", "kernel_sources", "source_digest", "set_quiet",
@@ -71,6 +72,7 @@ def _import_numba_math_without_blas() -> None:
 
 
 _import_numba_math_without_blas()
+cache_numba_unpickle()
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
