@@ -25,6 +25,7 @@ import numtok
 from numtok.io import atomic
 from numtok.io.atomic import atomic_write, is_temporary_name, remove_stale_temporaries
 from numtok.io.pretrained import PRETRAINED_FILES
+from numtok.io.tiktoken_file import read_tiktoken_sidecar
 
 DATA = Path(__file__).parent / "data"
 SRC = Path(numtok.__file__).resolve().parents[1]
@@ -202,6 +203,9 @@ def check_after_kill(job: str, jobs, target: Path, old: dict[str, bytes], *, str
     if job == "tiktoken":  # two files beside others: each complete, renamed one right after the other
         for name, content in state.items():
             assert content in [s.get(name) for s in sets], f"{job}: torn {name} ({len(content)} bytes)"
+        if state not in sets:  # a kill between the two renames: reading refuses the pair
+            with pytest.raises(ValueError, match="was written with another rank file|malformed tiktoken sidecar"):
+                read_tiktoken_sidecar(target)
     else:
         assert state in sets, f"{job}: torn output {sorted((k, len(v)) for k, v in state.items())}"
     parent = target.parent
