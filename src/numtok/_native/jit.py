@@ -55,11 +55,12 @@ __all__ = ["INLINE", "cached_njit", "wraps_around", "cache_locations", "describe
 
 
 def _import_numba_math_without_blas() -> None:
-    """Import ``numba.np.arraymath`` (which Numba imports at its first compile) with SciPy's
-    BLAS module refused: its import-time probe for BLAS would load SciPy's OpenBLAS, which under
-    an address-space limit (``ulimit -v``) can retry a failed allocation for ever. No numtok
-    kernel uses BLAS; Numba's linear algebra still imports SciPy when it compiles a function that
-    needs it (only np.correlate/np.convolve's inner products then go without BLAS)."""
+    """Import ``numba.np.arraymath`` (which Numba imports at its first compile, never on a cache
+    load) with SciPy's BLAS module refused: its import-time probe for BLAS would load SciPy's
+    OpenBLAS, which under an address-space limit (``ulimit -v``) can retry a failed allocation
+    for ever. No numtok kernel uses BLAS; Numba's linear algebra still imports SciPy when it
+    compiles a function that needs it (only np.correlate/np.convolve's inner products then go
+    without BLAS)."""
     blas = "scipy.linalg.cython_blas"
     if "numba.np.arraymath" in sys.modules or blas in sys.modules:
         return
@@ -71,7 +72,6 @@ def _import_numba_math_without_blas() -> None:
             del sys.modules[blas]
 
 
-_import_numba_math_without_blas()
 cache_numba_unpickle()
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -257,7 +257,10 @@ class KernelCache(caching.Cache):
         # compiler refreshes the context itself.
         rtsys.initialize(target_context)
         with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
+            loaded = self._load_overload(sig, target_context)
+        if loaded is None:
+            _import_numba_math_without_blas()  # a compile follows, which refreshes the registries
+        return loaded
 
     def _index_key(self, sig, codegen, magic=None):
         # Numba keys a closure by its cells pickled, and a kernel pickles with a uuid new in
