@@ -144,4 +144,15 @@ SECTIONS: tuple[Section, ...] = (
     ),
 )
 
+SECTIONS += (
+    Section(
+        "exactness", "Exactness runs",
+        "The million-string differential campaign (`tests/test_fuzz.py::test_campaign`, profile `million`): per "
+        "encoding (r50k, cl100k, o200k), 1,024,000 generated strings through `encode`, `encode_ordinary`, `decode`, "
+        "`encode_batch` from lists and Arrow forms against tiktoken, and offsets against HF `tokenizers`; the counts "
+        "compared and the mismatches (the run fails on the first) are printed at the end.",
+        ("{PY} -m pytest -q -s -p no:cacheprovider tests/test_fuzz.py -m fuzz -k campaign --hypothesis-profile=million",),
+    ),
+)
+
 BY_NAME = {s.name: s for s in SECTIONS}

@@ -9,8 +9,11 @@ DATA = Path(__file__).parent / "data"
 settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=30, deadline=None)
 # Long differential runs (tests/test_fuzz.py, `-m fuzz --hypothesis-profile=thorough`): 100,000
-# batches of 1-24 strings, about 1.2 million strings per encoding.
+# batches of 1-24 strings (hypothesis favours short lists: about 6 strings a batch).
 settings.register_profile("thorough", max_examples=100_000, deadline=None, suppress_health_check=list(HealthCheck))
+# The campaign (tests/test_fuzz.py::test_campaign, `-m fuzz -k campaign`): 4,000 batches of 256
+# generated strings, 1,024,000 strings per encoding.
+settings.register_profile("million", max_examples=4_000, deadline=None, suppress_health_check=list(HealthCheck))
 # With the JIT off (tools/kernel_coverage.sh) kernels run as plain Python, some thousand times
 # slower: few examples, and the sample text cut to a few kilobytes of each of its kinds of text.
 JIT_OFF = os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0")

@@ -24,6 +24,8 @@ from conftest import write_slow_job
 import numtok
 from numtok.io import atomic
 from numtok.io.atomic import atomic_write, is_temporary_name, remove_stale_temporaries
+from numtok.io.pretrained import PRETRAINED_FILES
+from numtok.io.tiktoken_file import read_tiktoken_sidecar
 
 DATA = Path(__file__).parent / "data"
 SRC = Path(numtok.__file__).resolve().parents[1]
@@ -70,70 +72,151 @@ def leftovers(directory: Path, final: str) -> list[str]:
 
 # -- the jobs -----------------------------------------------------------------------------------
 
+# Writers run by a loop that saves two tokenizers in turn into the target, for ever.
+SAVE_LOOP = """
+import sys, numtok
+kind, target, ref = sys.argv[1], sys.argv[2], sys.argv[3]
+load = numtok.WordPiece.from_file if kind == "wordpiece" else numtok.Tokenizer.from_file
+a, b = load(ref + "/a.json"), load(ref + "/b.json")
+save = {"save": lambda t: t.save(target), "wordpiece": lambda t: t.save(target), "tiktoken": lambda t: t.save_tiktoken(target),
+        "gpt2": lambda t: t.save_gpt2(target), "pretrained": lambda t: t.save_pretrained(target)}[kind]
+print("ready", flush=True)
+while True:
+    save(a); save(b)
+"""
+SAVE_JOBS = ("save", "wordpiece", "tiktoken", "gpt2", "pretrained")
+DIRECTORY_JOBS = ("gpt2", "pretrained", "shards")
+JOBS = ("encode", "shards", "train", *SAVE_JOBS)
+# Seconds a run may go before its kill: about its length, so kills land everywhere in it.
+RUN_SECONDS = {"encode": 8.0, "shards": 8.0, "train": 6.0, "save": 1.5, "wordpiece": 1.0, "tiktoken": 1.5, "gpt2": 1.5,
+               "pretrained": 1.5}
+KEPT = b"a file of the user's, kept\n"
+OLD = b"the previous output, complete\n"
+
 
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory):
-    """Inputs, and the complete output of each job (what a run that is not killed writes)."""
+    """Inputs, and the complete outputs of each job (what a run that is not killed writes)."""
     d = tmp_path_factory.mktemp("jobs")
     lines = write_slow_job(d, 12)
     (d / "corpus.txt").write_text("".join(lines), encoding="utf-8")
-    jobs = {
+    cmd = {
         "encode": numtok_cmd("encode", "-t", d / "slow.json", d / "big.jsonl", "--chunk-mb", "1", "--threads", "1", "-q", "-o"),
+        "shards": numtok_cmd("encode", "-t", d / "slow.json", d / "big.jsonl", "--chunk-mb", "1", "--threads", "1", "-q",
+                             "--shard-tokens", "300000", "-o"),
         "train": numtok_cmd("train", d / "corpus.txt", "--vocab-size", "3000", "-q", "-o"),
-    }
-    complete = {}
-    for name, cmd in jobs.items():
+    }  # fmt: skip
+    complete: dict[str, list[dict[str, bytes]]] = {}
+    for name in ("encode", "shards", "train"):
         out = d / f"complete-{name}"
         out.mkdir()
-        target = out / ("ids.bin" if name == "encode" else "tok.json")
-        r = subprocess.run([*cmd, target], capture_output=True, env=child_env(), timeout=600)
+        target = out / {"encode": "ids.bin", "shards": "shards", "train": "tok.json"}[name]
+        r = subprocess.run([*cmd[name], target], capture_output=True, env=child_env(), timeout=600)
         assert r.returncode == 0, r.stderr.decode()
-        complete[name] = target.read_bytes()
-    return {"dir": d, "cmd": jobs, "complete": complete, "old": b"the previous output, complete\n"}
+        complete[name] = [snapshot(name, target)]
+    ref = d / "save-ref"
+    ref.mkdir()
+    numtok.train_bpe(lines, 2000).save(ref / "a.json")
+    numtok.train_bpe(lines, 4000, special_tokens=["<|endoftext|>"]).save(ref / "b.json")
+    (ref / "wordpiece").mkdir()
+    numtok.train_wordpiece(lines, 2000).save(ref / "wordpiece" / "a.json")
+    numtok.train_wordpiece(lines, 3000).save(ref / "wordpiece" / "b.json")
+    for kind in SAVE_JOBS:
+        sets = []
+        for which in ("a", "b"):
+            out = d / f"complete-{kind}-{which}"
+            out.mkdir()
+            target = out / target_name(kind)
+            if kind in DIRECTORY_JOBS:
+                target.mkdir()
+                (target / "kept.txt").write_bytes(KEPT)
+            source = ref / "wordpiece" if kind == "wordpiece" else ref
+            loader = numtok.WordPiece.from_file if kind == "wordpiece" else numtok.Tokenizer.from_file
+            tok = loader(source / f"{which}.json")
+            {"save": tok.save, "wordpiece": tok.save, "tiktoken": getattr(tok, "save_tiktoken", None), "gpt2": getattr(tok, "save_gpt2", None),
+             "pretrained": getattr(tok, "save_pretrained", None)}[kind](target)  # fmt: skip
+            sets.append(snapshot(kind, target))
+        complete[kind] = sets
+    return {"dir": d, "cmd": cmd, "ref": ref, "complete": complete}
 
 
-SAVE_LOOP = """
-import sys, numtok
-lines = open(sys.argv[1], encoding="utf-8").read().splitlines(keepends=True)
-a, b = numtok.train_bpe(lines, 2000), numtok.train_bpe(lines, 4000)
-a.save(sys.argv[3] + "/a.json"); b.save(sys.argv[3] + "/b.json")
-print("ready", flush=True)
-while True:
-    a.save(sys.argv[2]); b.save(sys.argv[2])
-"""
+def target_name(job: str) -> str:
+    return {"encode": "ids.bin", "train": "tok.json", "save": "tok.json", "wordpiece": "wordpiece.json", "tiktoken": "ranks.tiktoken"}.get(job, "out")
+
+
+def snapshot(job: str, target: Path) -> dict[str, bytes]:
+    """What ``job`` wrote at ``target``: its file (and a rank file's sidecar), or its directory."""
+    if job in DIRECTORY_JOBS:
+        return {p.name: p.read_bytes() for p in sorted(target.iterdir())} if target.is_dir() else {}
+    files = {target.name: target.read_bytes()} if target.exists() else {}
+    sidecar = Path(str(target) + ".json")
+    if job == "tiktoken" and sidecar.exists():
+        files[sidecar.name] = sidecar.read_bytes()
+    return files
+
+
+def write_old(job: str, target: Path) -> dict[str, bytes]:
+    """Put a complete previous output at ``target``; returns its snapshot."""
+    if job in DIRECTORY_JOBS:
+        target.mkdir(exist_ok=True)
+        for p in target.iterdir():
+            p.unlink()
+        (target / "kept.txt").write_bytes(KEPT)
+        if job != "shards":
+            for name in {"gpt2": ("vocab.json", "merges.txt"), "pretrained": PRETRAINED_FILES}[job]:
+                (target / name).write_bytes(b"the previous " + name.encode() + b", complete\n")
+        else:
+            (target / "index.json").write_text('{"previous": true}\n')
+            (target / "shard-00000.bin").write_bytes(b"\0\1" * 10)
+    else:
+        target.write_bytes(OLD)
+        if job == "tiktoken":
+            Path(str(target) + ".json").write_bytes(b"the previous sidecar, complete\n")
+    return snapshot(job, target)
 
 
 def start(job: str, jobs, target: Path) -> subprocess.Popen:
-    if job == "save":
-        (jobs["dir"] / "save-ref").mkdir(exist_ok=True)
-        cmd = [sys.executable, "-c", SAVE_LOOP, str(jobs["dir"] / "corpus.txt"), str(target), str(jobs["dir"] / "save-ref")]
+    if job in SAVE_JOBS:
+        ref = jobs["ref"] / "wordpiece" if job == "wordpiece" else jobs["ref"]
+        cmd = [sys.executable, "-c", SAVE_LOOP, job, str(target), str(ref)]
     else:
-        cmd = [*jobs["cmd"][job], str(target)]
+        cmd = [*jobs["cmd"][job], f"{target}/" if job == "shards" else str(target)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
-    if job == "save":
+    if job in SAVE_JOBS:
         assert proc.stdout.readline() == b"ready\n", proc.stderr.read().decode()
     return proc
 
 
-def complete_outputs(job: str, jobs) -> set[bytes]:
-    if job == "save":
-        return {(jobs["dir"] / "save-ref" / n).read_bytes() for n in ("a.json", "b.json")}
-    return {jobs["complete"][job]}
+def allowed(job: str, jobs, old: dict[str, bytes]) -> list[dict[str, bytes]]:
+    sets = [old]
+    for done in jobs["complete"][job]:
+        sets.append({**done, "kept.txt": KEPT} if job in DIRECTORY_JOBS else done)
+    return sets
 
 
-def check_after_kill(job: str, jobs, target: Path, *, strict: bool) -> list[str]:
-    """The final path holds the old file or a complete new one; returns what else is there."""
-    content = target.read_bytes()
-    assert content == jobs["old"] or content in complete_outputs(job, jobs), f"{job}: torn file ({len(content)} bytes)"
-    left = leftovers(target.parent, target.name)
+def check_after_kill(job: str, jobs, target: Path, old: dict[str, bytes], *, strict: bool) -> list[str]:
+    """The target holds the old output or a complete new one, all of a set from the same run;
+    returns what else was left in its directory (only numtok's temporaries, removed by the next
+    run's start)."""
+    state = snapshot(job, target)
+    sets = allowed(job, jobs, old)
+    if job == "tiktoken":  # two files beside others: each complete, renamed one right after the other
+        for name, content in state.items():
+            assert content in [s.get(name) for s in sets], f"{job}: torn {name} ({len(content)} bytes)"
+        if state not in sets:  # a kill between the two renames: reading refuses the pair
+            with pytest.raises(ValueError, match="was written with another rank file|malformed tiktoken sidecar"):
+                read_tiktoken_sidecar(target)
+    else:
+        assert state in sets, f"{job}: torn output {sorted((k, len(v)) for k, v in state.items())}"
+    parent = target.parent
+    own = {target.name, target.name + ".json"}
+    left = sorted(n for n in os.listdir(parent) if n not in own)
     assert all(is_temporary_name(n) for n in left), left
     if strict:
         assert left == []
-    # Whatever a kill between link and rename left, the next write into the directory removes.
-    with atomic_write(target.parent / "next", "w") as f:
-        f.write("x")
-    (target.parent / "next").unlink()
-    assert leftovers(target.parent, target.name) == []
+    # What a kill left, the next run's start removes (every writer sweeps its directory first).
+    remove_stale_temporaries(parent)
+    assert sorted(n for n in os.listdir(parent) if n not in own) == []
     return left
 
 
@@ -143,41 +226,62 @@ def fresh_sweep(monkeypatch):
     monkeypatch.setattr(atomic, "_swept", set())
 
 
-@pytest.mark.parametrize("job", ["encode", "save"])
-def test_killed_while_writing_leaves_the_old_file_and_nothing_else(jobs, tmp_path, job):
-    target = tmp_path / ("ids.bin" if job == "encode" else "tok.json")
-    target.write_bytes(jobs["old"])
+@pytest.mark.parametrize("job", ["encode", "shards", *SAVE_JOBS])
+def test_killed_while_writing_leaves_the_old_output_and_nothing_else(jobs, tmp_path, job):
+    target = tmp_path / target_name(job)
+    old = write_old(job, target)
     proc = start(job, jobs, target)
     wait_until_writing(proc, tmp_path)
     time.sleep(random.uniform(0, 0.2))
     kill(proc)
-    check_after_kill(job, jobs, target, strict=job == "encode")
+    check_after_kill(job, jobs, target, old, strict=job == "encode")
 
 
 def test_killed_train_leaves_the_old_file_and_nothing_else(jobs, tmp_path):
     target = tmp_path / "tok.json"
-    target.write_bytes(jobs["old"])
+    old = write_old("train", target)
     proc = start("train", jobs, target)
     time.sleep(2.0)
     kill(proc)
-    check_after_kill("train", jobs, target, strict=True)
+    check_after_kill("train", jobs, target, old, strict=True)
+
+
+def test_next_shard_run_removes_what_a_killed_one_left_when_it_starts(jobs, tmp_path):
+    target = tmp_path / "out"
+    write_old("shards", target)
+    proc = start("shards", jobs, target)
+    wait_until_writing(proc, tmp_path)
+    kill(proc)
+    left = [n for n in os.listdir(tmp_path) if n != "out"]
+    assert left and all(is_temporary_name(n) for n in left)  # the killed run's temporary directory
+    proc = start("shards", jobs, target)
+    try:
+        wait_until_writing(proc, tmp_path)
+        assert not any(n in os.listdir(tmp_path) for n in left)  # gone before the new run's output
+    finally:
+        kill(proc)
+
+
+KILLS = 50
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("job", ["encode", "train", "save"])
+@pytest.mark.parametrize("job", JOBS)
 def test_random_kills(jobs, tmp_path, job):
-    """SIGKILL at random moments, 12 runs per job: never a torn file, never a lasting temporary."""
+    """SIGKILL at random moments, KILLS runs per writer: never a torn file or a mixed set,
+    never a lasting temporary."""
     rng = random.Random(job)
-    target = tmp_path / "out"
-    target.write_bytes(jobs["old"])
-    kept = 0
-    for _ in range(12):
+    target = tmp_path / target_name(job)
+    old = write_old(job, target)
+    kept = mixed = 0
+    for _ in range(KILLS):
         proc = start(job, jobs, target)
-        time.sleep(rng.uniform(0.0, {"encode": 8.0, "train": 6.0, "save": 1.5}[job]))
+        time.sleep(rng.uniform(0.0, RUN_SECONDS[job]))
         kill(proc)
-        kept += check_after_kill(job, jobs, target, strict=False) != []
-        target.write_bytes(rng.choice([jobs["old"], target.read_bytes()]))
-    assert kept <= 2  # a kill inside the microseconds between link and rename is rare
+        kept += check_after_kill(job, jobs, target, old, strict=False) != []
+        mixed += snapshot(job, target) not in allowed(job, jobs, old)
+        old = snapshot(job, target)
+    print(f"{job}: {KILLS} kills, {kept} left a temporary that the next start removed, {mixed} left a mixed pair")
 
 
 # -- stale temporaries --------------------------------------------------------------------------
@@ -267,11 +371,11 @@ def test_full_disk_keeps_the_previous_file(small_disk, sample_lines):
 
 def test_full_disk_during_encode_is_one_clear_line(small_disk, jobs):
     target = small_disk / "ids.bin"
-    target.write_bytes(jobs["old"])
+    target.write_bytes(OLD)
     r = subprocess.run([*jobs["cmd"]["encode"], target], capture_output=True, env=child_env(), timeout=600)
     assert r.returncode == 1
     assert r.stderr.decode().strip() == f"numtok: error: encode: No space left on device while writing {target} (its previous content is kept): {target}"
-    assert target.read_bytes() == jobs["old"] and os.listdir(small_disk) == ["ids.bin"]
+    assert target.read_bytes() == OLD and os.listdir(small_disk) == ["ids.bin"]
 
 
 def test_no_space_from_any_write_names_the_file(tmp_path):

@@ -163,17 +163,30 @@ def test_encode_files_equal_the_cli(client, corpus, tmp_path, by_object):
     assert outs == [str(tmp_path / "out" / (os.path.basename(f) + ".bin")) for f in corpus["files"]]
     for f, out in zip(corpus["files"], outs):
         assert Path(out).read_bytes() == cli_encode("cl100k_base", f, "--txt-docs", "line", "--field", "body")
-    assert sorted(os.listdir(tmp_path / "out")) == sorted(os.path.basename(o) for o in outs)
+    assert sorted(os.listdir(tmp_path / "out")) == sorted(os.path.basename(o) + s for o in outs for s in ("", ".numtok.json"))
 
 
-def test_encode_files_skips_finished_outputs(client, corpus, tmp_path):
+def test_encode_files_skips_outputs_its_record_shows_done_and_redoes_others(client, corpus, tmp_path):
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    done = out_dir / "a.txt.bin"
-    done.write_bytes(b"kept")  # an output already there is taken as complete
-    numtok.dask.encode_files(corpus["files"][:2], "gpt2", out_dir, dtype="uint32", no_eot=True)
-    assert done.read_bytes() == b"kept"
-    assert (out_dir / "b.txt.bin").read_bytes() == cli_encode("gpt2", corpus["files"][1], "--dtype", "uint32", "--no-eot")
+    files = corpus["files"][:2]
+    a, b = out_dir / "a.txt.bin", out_dir / "b.txt.bin"
+    a.write_bytes(b"written by something else")  # no record: redone
+    numtok.dask.encode_files(files, "gpt2", out_dir, dtype="uint32", no_eot=True)
+    assert a.read_bytes() == cli_encode("gpt2", files[0], "--dtype", "uint32", "--no-eot")
+    assert b.read_bytes() == cli_encode("gpt2", files[1], "--dtype", "uint32", "--no-eot")
+    record = json.loads((out_dir / "a.txt.bin.numtok.json").read_text())
+    assert record["options"] == {"dtype": "uint32", "eot": False} and record["input"]["bytes"] == os.path.getsize(files[0])
+    stamps = {p: p.stat().st_mtime_ns for p in (a, b)}
+    numtok.dask.encode_files(files, "gpt2", out_dir, dtype="uint32", no_eot=True, num_threads=1)
+    assert {p: p.stat().st_mtime_ns for p in (a, b)} == stamps  # skipped
+    numtok.dask.encode_files(files, "cl100k_base", out_dir, dtype="uint32", no_eot=True)  # another tokenizer: redone
+    assert a.read_bytes() == cli_encode("cl100k_base", files[0], "--dtype", "uint32", "--no-eot")
+    numtok.dask.encode_files(files, "cl100k_base", out_dir, dtype="uint32")  # other options: redone
+    assert b.read_bytes() == cli_encode("cl100k_base", files[1], "--dtype", "uint32")
+    b.write_bytes(b.read_bytes()[:-4])  # a damaged output: redone
+    numtok.dask.encode_files(files, "cl100k_base", out_dir, dtype="uint32")
+    assert b.read_bytes() == cli_encode("cl100k_base", files[1], "--dtype", "uint32")
 
 
 def test_encode_files_bad_input(client, corpus, tmp_path):
@@ -223,7 +236,7 @@ def test_worker_killed_mid_task_is_retried_and_output_identical(client, tmp_path
     assert result, "encode_files did not finish"
     for src, out in zip(inputs, result[0]):
         assert Path(out).read_bytes() == cli_encode("o200k_base", src)
-    assert sorted(os.listdir(out_dir)) == sorted(os.path.basename(o) for o in result[0])  # no temporary left
+    assert sorted(os.listdir(out_dir)) == sorted(os.path.basename(o) + s for o in result[0] for s in ("", ".numtok.json"))  # no temporary
 
 
 class _DieWhileEncoding(distributed.WorkerPlugin):

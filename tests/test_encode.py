@@ -183,6 +183,17 @@ def test_vocab_merges_and_counts(name):
     assert enc.special_tokens == ref._special_tokens
 
 
+def test_eot_token_raises_where_tiktoken_raises():
+    ranks = {bytes([b]): b for b in range(256)}
+    ref = tiktoken.Encoding("bytes", pat_str=NAMED_PATTERNS["gpt2"], mergeable_ranks=ranks, special_tokens={"<|pad|>": 256})
+    tok = Tokenizer(ranks, pattern="gpt2", special_tokens={"<|pad|>": 256})
+    with pytest.raises(KeyError):
+        _ = ref.eot_token
+    with pytest.raises(KeyError, match=r"'<\|endoftext\|>' is not a special token .* \(its special tokens: <\|pad\|>\)"):
+        _ = tok.eot_token
+    assert numtok.load("gpt2").eot_token == reference("gpt2").eot_token == 50256
+
+
 def test_gpt2_merges_are_gpt2s():
     merges = numtok.load("gpt2").merges
     # the first lines of GPT-2's merges.txt ("Ġ t", "Ġ a", "h e", "i n", "r e", "o n")

@@ -8,6 +8,14 @@ and marked ``fuzz`` for long runs::
 
     python -m pytest tests/test_fuzz.py -m fuzz --hypothesis-profile=thorough
 
+The campaign (``test_campaign``) compares many strings per example: hypothesis draws a seed,
+a fast generator of the same kinds of text makes a batch from it, and each batch goes through
+``encode``, ``encode_ordinary``, ``decode``, ``encode_batch`` from a list and from Arrow arrays
+(string, large_string, sliced, chunked) against tiktoken, and ``encode_with_offsets`` against
+HF ``tokenizers`` loading the encoding's saved tokenizer.json. A million strings per encoding::
+
+    python -m pytest tests/test_fuzz.py -m fuzz -k campaign --hypothesis-profile=million
+
 Each example is a batch of strings; the run's count of strings per encoding is printed at the
 end of the session. A failure names the encoding and the text, which hypothesis has shrunk to a
 minimal one, as a line of Python that shows the difference.
@@ -16,14 +24,20 @@ minimal one, as a line of Python that shows the difference.
 from __future__ import annotations
 
 import base64
+import collections
 import functools
+import random
+import sys
 import tempfile
+import unicodedata
 from pathlib import Path
 
+import numpy as np
 import pytest
 import regex
 from conftest import FUZZ_COUNTS
 from hypothesis import HealthCheck, given, settings
+from hypothesis import settings as active_settings
 from hypothesis import strategies as st
 from unicode_reference import agreed
 
@@ -37,8 +51,7 @@ tokenizers = pytest.importorskip("tokenizers")
 DATA = Path(__file__).parent / "data"
 BERT_JSON = Path(__file__).resolve().parents[2] / "shared" / "ref" / "bert_uncased_tokenizer.json"
 CORE = ["r50k_base", "cl100k_base", "o200k_base"]
-# Where the Arrow form of encode_batch plugs in (issue 17): add its name and a branch below.
-BATCH_FORMS = ["list"]
+BATCH_FORMS = ["list", "string", "large_string", "sliced", "chunked"]
 RUNS = [pytest.param("quick", id="quick"), pytest.param("fuzz", id="fuzz", marks=pytest.mark.fuzz)]
 FIXTURES_OK = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                                             HealthCheck.data_too_large])
@@ -112,6 +125,32 @@ def counted(key: str, batch: list[str]) -> None:
     FUZZ_COUNTS[key] = FUZZ_COUNTS.get(key, 0) + len(batch)
 
 
+def batch_form(batch: list[str], form: str):
+    """``batch`` as ``encode_batch`` input of one form: a list, or an Arrow string array
+    (lone surrogates as U+FFFD: Arrow holds UTF-8) plain, large, sliced out of a longer array,
+    or chunked."""
+    if form == "list":
+        return batch
+    pa = pytest.importorskip("pyarrow")
+    fixed = [no_surrogates(t) for t in batch]
+    if form == "string":
+        return pa.array(fixed, pa.string())
+    if form == "large_string":
+        return pa.array(fixed, pa.large_string())
+    if form == "sliced":
+        return pa.array(["before", *fixed, "after"], pa.string()).slice(1, len(fixed))
+    cuts = sorted({0, len(fixed) // 3, (2 * len(fixed)) // 3, len(fixed)})
+    return pa.chunked_array([pa.array(fixed[a:b], pa.string()) for a, b in zip(cuts, cuts[1:])], pa.string())
+
+
+@functools.cache
+def hf_of(name: str):
+    """HF ``tokenizers`` loading the tokenizer.json numtok saves for the encoding ``name``."""
+    with tempfile.TemporaryDirectory() as d:
+        numtok.load(name).save(Path(d) / "tokenizer.json")
+        return tokenizers.Tokenizer.from_file(str(Path(d) / "tokenizer.json"))
+
+
 # -- tiktoken -----------------------------------------------------------------------------------
 
 
@@ -131,8 +170,7 @@ def test_tiktoken(run, name, batch):
         assert enc.decode_bytes(want) == ref.decode_bytes(want) == no_surrogates(text).encode(), f"decode of {text!r} ({name})"
         assert enc.decode(want) == ref.decode(want), f"numtok.load({name!r}).decode(...) of {text!r}"
     for form in BATCH_FORMS:
-        if form == "list":
-            got_batch = enc.encode_ordinary_batch(batch, num_threads=2).to_list()
+        got_batch = enc.encode_ordinary_batch(batch_form(batch, form), num_threads=2).to_list()
         assert got_batch == expected, f"numtok.load({name!r}).encode_ordinary_batch({batch!r}) ({form}) != tiktoken's"
 
 
@@ -193,3 +231,119 @@ def test_wordpiece_in_hf(run, batch):
         for skip in (False, True):
             assert wp.decode(want, skip_special_tokens=skip) == hf.decode(want, skip_special_tokens=skip), f"WordPiece decode of {text!r}"
     assert [x.tolist() for x in wp.encode_batch(batch)] == expected, f"WordPiece.encode_batch({batch!r}) != HF"
+
+
+# -- the campaign: many strings per example --------------------------------------------------------
+
+
+@functools.cache
+def code_points_by_category() -> list[list[int]]:
+    """Every code point assigned in Python's Unicode database (lone surrogates included), by
+    general category: the generator picks a category, then a code point of it."""
+    by: dict[str, list[int]] = {}
+    for cp in range(sys.maxunicode + 1):
+        cat = unicodedata.category(chr(cp))
+        if cat != "Cn":
+            by.setdefault(cat, []).append(cp)
+    return [by[c] for c in sorted(by)]
+
+
+class TextGenerator:
+    """Random text of the kinds the hypothesis strategies above draw (characters of every
+    category, whitespace and digit runs, contractions, words, special tokens, long pieces),
+    some thousand times faster than drawing it with hypothesis."""
+
+    WHITESPACE = " \t\n\r\x0b\x0c\x85\u00a0\u1680\u2000\u2028\u2029\u202f\u3000"
+    DIGITS = "0123456789٠١٢٣٤५६߀๑²½"
+
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+        self.categories = code_points_by_category()
+        self.words = WORDS.elements
+        self.contractions = CONTRACTIONS.elements
+
+    def char(self) -> str:
+        rng = self.rng
+        r = rng.random()
+        if r < 0.45:
+            return chr(rng.randrange(0x20, 0x7F))
+        if r < 0.6:
+            return chr(rng.randrange(0x80, 0x800))
+        cat = rng.choice(self.categories)
+        return chr(rng.choice(cat))
+
+    def chars(self, n: int) -> str:
+        return "".join(self.char() for _ in range(n))
+
+    def part(self) -> str:
+        rng = self.rng
+        kind = rng.random()
+        if kind < 0.4:
+            return self.chars(rng.randrange(13))
+        if kind < 0.55:
+            return "".join(rng.choice(self.WHITESPACE) for _ in range(rng.randrange(1, 41)))
+        if kind < 0.65:
+            return "".join(rng.choice(self.DIGITS) for _ in range(rng.randrange(1, 25)))
+        if kind < 0.77:
+            return rng.choice(self.contractions)
+        if kind < 0.99:
+            return rng.choice(self.words)
+        return self.chars(rng.randrange(1, 4)) * rng.randrange(20, 601)
+
+    def text(self) -> str:
+        return "".join(self.part() for _ in range(self.rng.randrange(13)))
+
+
+def campaign_batch_size() -> int:
+    """Strings per example: 256 in a long run (the ``million`` and ``thorough`` profiles), 16
+    otherwise (the default suite's twin stays quick)."""
+    return 256 if active_settings.default.max_examples >= 1000 else 16
+
+
+def check_tiktoken_batch(name: str, batch: list[str]) -> None:
+    enc, ref = numtok.load(name), tiktoken_reference(name)
+    expected = [ref.encode_ordinary(t) for t in batch]
+    for text, want in zip(batch, expected):
+        assert enc.encode_ordinary(text).tolist() == want, f"numtok.load({name!r}).encode_ordinary({text!r}) != tiktoken's"
+        got = enc.encode(text, allowed_special="all").tolist()
+        assert got == ref.encode(text, allowed_special="all"), f"numtok.load({name!r}).encode({text!r}, allowed_special='all') != tiktoken's"
+        assert enc.decode(want) == no_surrogates(text), f"numtok.load({name!r}).decode(encode({text!r})) != the text"
+    # The list form on two threads, and one Arrow form a batch, in turn.
+    _ROTATION[name] += 1
+    for form, threads in (("list", 2), (BATCH_FORMS[1 + _ROTATION[name] % (len(BATCH_FORMS) - 1)], 1)):
+        got_batch = enc.encode_ordinary_batch(batch_form(batch, form), num_threads=threads).to_list()
+        if got_batch != expected:
+            bad = next(i for i, (g, w) in enumerate(zip(got_batch, expected)) if g != w)
+            raise AssertionError(f"numtok.load({name!r}).encode_ordinary_batch(...) ({form}) != tiktoken's for {batch[bad]!r}")
+        counted(f"{name}:batch-{form}", batch)
+
+
+_ROTATION: collections.Counter = collections.Counter()
+
+
+def check_offsets_batch(name: str, batch: list[str]) -> None:
+    enc, hf = numtok.load(name), hf_of(name)
+    fixed = [no_surrogates(t) for t in batch]  # HF's Python API takes no lone surrogates
+    expected = hf.encode_batch(fixed, add_special_tokens=False)
+    want_ids = [np.array(e.ids, dtype=np.int64) for e in expected]
+    want_offsets = [np.array(e.offsets, dtype=np.int64).reshape(-1, 2) for e in expected]
+    got = enc.encode_batch(fixed, allowed_special="all", offsets=True, num_threads=2)
+    for i, text in enumerate(fixed):
+        ids, offsets = enc.encode_with_offsets(text, allowed_special="all")
+        assert np.array_equal(ids, want_ids[i]), f"numtok.load({name!r}).encode_with_offsets({text!r}) ids != HF's"
+        assert np.array_equal(offsets, want_offsets[i]), f"numtok.load({name!r}).encode_with_offsets({text!r}) offsets != HF's"
+        a, b = got.offsets[i], got.offsets[i + 1]
+        assert np.array_equal(got.ids[a:b], ids) and np.array_equal(got.char_offsets[a:b], offsets), f"encode_batch(offsets=True) of {text!r}"
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("name", CORE)
+@FIXTURES_OK
+@given(seed=st.integers(0, 2**64 - 1))
+def test_campaign(run, name, seed):
+    gen = TextGenerator(seed)
+    batch = [gen.text() for _ in range(campaign_batch_size())]
+    check_tiktoken_batch(name, batch)
+    counted(name, batch)
+    check_offsets_batch(name, batch)
+    counted(f"{name}:offsets", batch)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from hf_reference import hf_train, numtok_as_hf
 
 import numtok
+from numtok.io.encode_files import encode_files
 
 DATA = Path(__file__).parent / "data"
 SRC = Path(numtok.__file__).resolve().parents[1]
@@ -54,7 +57,24 @@ def _every_num_threads():
         "encode_ordinary_batch": lambda n: enc.encode_ordinary_batch(["hello world"], num_threads=n),
         "split_bytes": lambda n: numtok.split_bytes(data, docs, "gpt2", num_threads=n),
         "split_bytes(regex)": lambda n: numtok.split_bytes(data, docs, r"\w+|\s+", num_threads=n),
+        "count_words": lambda n: numtok.count_words(["hello world"], num_threads=n).counts,
+        "encode_files": lambda n: _encode_file_with(enc, n),
     }
+
+
+def _encode_file_with(enc, num_threads) -> np.ndarray:
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "a.txt").write_text("hello world\n")
+        encode_files([os.path.join(d, "a.txt")], enc, os.path.join(d, "ids.npy"), num_threads=num_threads)
+        return np.load(os.path.join(d, "ids.npy"))
+
+
+def test_dask_num_threads_follows_the_rule_before_any_client_is_needed():
+    pytest.importorskip("distributed")
+    import numtok.dask
+
+    with pytest.raises(ValueError, match=r"num_threads must be an int >= 1 or None, got 0"):
+        numtok.dask.train_bpe("corpus.txt", 300, num_threads=0)
 
 
 @pytest.mark.parametrize("api", list(_every_num_threads()))
@@ -223,3 +243,42 @@ def test_rss_stops_growing_over_many_batches():
     rss = json.loads(r.stdout)
     settled = rss[49]
     assert max(rss[50:]) <= settled + (24 << 20), [x >> 20 for x in rss]  # MiB, to read the trend
+
+
+# -- a first compile under a memory cap ---------------------------------------------------------
+
+COLD = textwrap.dedent("""
+    import json, resource, sys, time
+    limit = int(sys.argv[1]) << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    started = time.time()
+    try:
+        import numtok
+        ids = numtok.load("gpt2").encode("hello world").tolist()
+        outcome = ids
+    except MemoryError as exc:
+        outcome = str(exc)
+    print(json.dumps([outcome, "scipy.linalg" in sys.modules, time.time() - started]))
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS")
+@pytest.mark.parametrize("limit_mb", [2048, pytest.param(500, marks=pytest.mark.slow)])
+def test_cold_compile_under_an_address_space_limit_finishes_or_fails_clearly(tmp_path, limit_mb):
+    """No compiled kernel, no built table: the first compile under `ulimit -v` never loads SciPy's
+    OpenBLAS (which could retry a failed allocation for ever), and ends within 120 s."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+           "NUMTOK_JIT_CACHE": str(tmp_path / "jit"), "NUMTOK_CACHE_DIR": str(tmp_path / "tables")}
+    r = subprocess.run([sys.executable, "-c", COLD, str(limit_mb)], capture_output=True, text=True, env=env, timeout=120)
+    if limit_mb < 2048 and r.returncode == -signal.SIGABRT:  # LLVM itself gives up: its message, no hang
+        assert "allocation failed" in r.stderr, r.stderr[-2000:]
+        return
+    assert r.returncode == 0, r.stderr[-2000:]
+    outcome, scipy_linalg, seconds = json.loads(r.stdout)
+    print(f"cold compile under {limit_mb} MiB: {outcome} in {seconds:.1f} s")
+    assert not scipy_linalg
+    if limit_mb >= 2048:
+        assert outcome == [31373, 995]
+    else:
+        assert outcome == [31373, 995] or re.fullmatch(r"out of memory while compiling numtok's \w+ under an address-space limit of "
+                                                       r"500 MiB \(ulimit -v\): raise the limit, .*", outcome), outcome

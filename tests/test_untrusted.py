@@ -8,6 +8,7 @@ import base64
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 import textwrap
@@ -132,6 +133,95 @@ def test_one_enormous_token_loads_in_time_that_follows_the_file(tmp_path):
                        env={**os.environ, "PYTHONPATH": str(SRC)})
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == [97, 98, 97, 98, 97, 98]
+
+
+# -- files at scale: a million added tokens, a gigabyte line -------------------------------------
+
+MEASURED = textwrap.dedent("""
+    import json, sys, time
+    import numtok
+    from numtok import cli
+
+    def peak_rss():  # VmHWM: unlike ru_maxrss, not carried over from the process before exec
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) << 10 for line in f if line.startswith("VmHWM:"))
+
+    kind, target = sys.argv[1], sys.argv[2]
+    numtok.load("gpt2").encode("warm")  # kernels loaded: the job's own memory is measured
+    before = peak_rss()
+    started = time.time()
+    try:
+        if kind == "bpe":
+            numtok.Tokenizer.from_file(target)
+        elif kind == "wordpiece":
+            numtok.WordPiece.from_file(target)
+        elif kind == "encode":
+            assert cli.main(["encode", "-t", "gpt2", target, "--chunk-mb", "16", "-q", "-o", target + ".bin"]) == 0
+        elif kind == "count":
+            numtok.count_words(target, pattern="gpt2", show_progress=False)
+        outcome = "done"
+    except ValueError as exc:
+        outcome = str(exc)
+    peak = peak_rss()
+    print(json.dumps({"outcome": outcome, "seconds": time.time() - started, "before": before, "peak": peak}))
+""")
+
+
+def run_measured(kind: str, target: Path) -> dict:
+    r = subprocess.run([sys.executable, "-c", MEASURED, kind, str(target)], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": str(SRC)})
+    assert r.returncode == 0, r.stderr[-3000:]
+    result = json.loads(r.stdout)
+    print(f"{kind} {target.name}: {result['outcome'][:100]} in {result['seconds']:.1f} s, peak RSS {result['peak'] >> 20} MiB "
+          f"({(result['peak'] - result['before']) >> 20} MiB above the warm process)")
+    return result
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads VmHWM from /proc/self/status")
+@pytest.mark.parametrize("kind", ["bpe", "wordpiece"])
+def test_a_million_added_tokens_is_a_clear_error_in_time_and_memory_that_follow_the_file(files, tmp_path, kind):
+    source = json.loads((files / ("tokenizer.json" if kind == "bpe" else "wordpiece.json")).read_text(encoding="utf-8"))
+    first = 1 + max(source["model"]["vocab"].values())
+    source["added_tokens"] += [{"id": first + i, "content": f"<t{i}>", "special": True} for i in range(1_000_000)]
+    target = tmp_path / "many.json"
+    target.write_text(json.dumps(source))
+    result = run_measured(kind, target)
+    assert re.search(r"1,00\d,\d{3} special and added tokens \(numtok takes at most 100,000", result["outcome"]), result["outcome"]
+    assert str(target) in result["outcome"]
+    assert result["seconds"] < 60
+    assert result["peak"] - result["before"] < 8 * target.stat().st_size  # the parsed JSON, no table sized by the count
+
+
+def one_line_file(path: Path, size: int) -> Path:
+    """A text of ``size`` bytes on one line: mixed real text with its line breaks made spaces."""
+    block = (Path(__file__).parent / "data" / "sample_mixed.txt").read_text(encoding="utf-8").replace("\r", " ").replace("\n", " ").encode()
+    with open(path, "wb") as f:
+        for _ in range(size // len(block)):
+            f.write(block)
+        f.write(block[: size % len(block)].decode("utf-8", "ignore").encode())
+    return path
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads VmHWM from /proc/self/status")
+@pytest.mark.parametrize("kind", ["encode", "count"])
+@pytest.mark.parametrize("size", [64 << 20, pytest.param(1 << 30, marks=pytest.mark.slow)], ids=["64MB", "1GB"])
+def test_one_enormous_line_is_streamed_in_bounded_memory(tmp_path, kind, size):
+    target = one_line_file(tmp_path / "line.txt", size)
+    result = run_measured(kind, target)
+    assert result["outcome"] == "done"
+    # Streamed: memory follows the chunk size, not the line (1 GB of text is 1-4 GB as a str).
+    assert result["peak"] - result["before"] < 768 << 20
+    if kind == "encode":
+        assert os.path.getsize(str(target) + ".bin") > size // 8
+
+
+def test_a_line_longer_than_a_chunk_is_cut_where_no_piece_spans_and_counts_as_a_whole(tmp_path):
+    target = one_line_file(tmp_path / "line.txt", 20 << 20)  # a few 8 MB chunks
+    line = target.read_text(encoding="utf-8")
+    for pattern in ("cl100k", r"\w+|\s+|[^\w\s]+"):  # a named pattern is cut, a custom one read whole
+        streamed = numtok.count_words(target, pattern=pattern, show_progress=False)
+        whole = numtok.count_words([line], pattern=pattern, show_progress=False)
+        assert streamed == whole and list(streamed.items()) == list(whole.items())
 
 
 # -- no code, no paths --------------------------------------------------------------------------

@@ -7,8 +7,9 @@ loop runs once, on a worker, on the merged table. The result is exactly
 
 Encoding writes one ``<input name>.bin`` per input file, each the output of
 ``numtok encode -t TOKENIZER FILE -o OUT.bin`` (the same code runs in the worker), saved
-atomically: a rerun skips the files already written, and a task retried after a lost worker
-writes the same bytes.
+atomically, and beside it ``<input name>.bin.numtok.json``, what produced it (the tokenizer's
+digest, the options, the input's size and time): a rerun skips an output whose record matches,
+and redoes any other. A task retried after a lost worker writes the same bytes.
 
 ``client=None`` uses the current default client (the last ``distributed.Client`` created), as
 ``xgboost.dask`` and ``lightgbm.dask`` do. Importing this module imports dask; ``import numtok``
@@ -19,12 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import operator
 import os
 import socket
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ._native.threads import check_num_threads
 from .train.weights import weighted_sources
 from .train.word_counts import WordCounts, count_words
 
@@ -80,9 +83,10 @@ def train_bpe(source, vocab_size: int, *, client=None, partition_bytes: int = DE
     from .train.options import TrainOptions
     from .train.trainer import train_bpe_from_counts
 
+    num_threads = options.pop("num_threads", None)
+    num_threads = 1 if num_threads is None else check_num_threads(num_threads)
     client = _default_client(client)
     options.pop("show_progress", None)
-    num_threads = options.pop("num_threads", None) or 1
     field = options.pop("field", "text")
     checked = TrainOptions.check(vocab_size, **options)  # bad options fail here, before any work
     counting = dict(pattern=checked.pattern, special_tokens=tuple(checked.special_tokens), field=field, num_threads=num_threads)
@@ -293,7 +297,7 @@ def encode_files(paths, tokenizer, out_dir, *, client=None, **options) -> list[s
         tok = os.fspath(tokenizer)
     else:
         raise TypeError(f"tokenizer must be a numtok.Tokenizer or a name/path, not {type(tokenizer).__name__}")
-    todo = [(src, out) for src, out in zip(inputs, outputs) if not os.path.exists(out)]
+    todo = list(zip(inputs, outputs))  # each task skips an output its record shows is done
     futures = [client.submit(_encode_file, src, out, tok, checked, pure=False) for src, out in todo]
     try:
         wait(futures)
@@ -334,16 +338,67 @@ def _encode_options(options: dict) -> dict:
 
 
 def _encode_file(path: str, out: str, tokenizer, options: dict) -> str:
-    """Task: encode ``path`` into ``out`` unless ``out`` is already there."""
+    """Task: encode ``path`` into ``out`` unless the record beside ``out`` shows it is done."""
+    from .io.atomic import atomic_write
     from .io.encode_files import encode_files  # looked up per task, so a worker plugin can wrap it
 
-    if os.path.exists(out):
-        return out
     if not os.path.isfile(path):
         raise _missing_on_worker(path)
     tok = _load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    record = _provenance(tok, path, options)
+    if _done(out, record):
+        return out
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(out + RECORD_SUFFIX)  # an output being replaced has no record until it is complete
     encode_files([path], tok, out, show_progress=False, **options)
+    record["output_bytes"] = os.path.getsize(out)
+    with atomic_write(out + RECORD_SUFFIX, "w") as f:
+        json.dump(record, f, indent=1, sort_keys=True)
+        f.write("\n")
     return out
+
+
+RECORD_SUFFIX = ".numtok.json"
+# Options that change the work, not the output.
+_NOT_RECORDED = ("num_threads", "chunk_bytes")
+
+
+def _provenance(tok, path: str, options: dict) -> dict:
+    st = os.stat(path)
+    return {
+        "format": "numtok-encoded-file",
+        "version": 1,
+        "tokenizer": _digest_of(tok),
+        "options": {k: v for k, v in sorted(options.items()) if k not in _NOT_RECORDED},
+        "input": {"path": os.path.abspath(path), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns},
+    }
+
+
+def _digest_of(tok) -> str:
+    """``tokenizer_digest(tok)``, computed once for the tokenizer a worker's tasks share."""
+    from .io.tokenizer_view import tokenizer_digest
+
+    if _LAST_DIGEST and _LAST_DIGEST[0] is tok:
+        return _LAST_DIGEST[1]
+    digest = tokenizer_digest(tok)
+    _LAST_DIGEST[:] = [tok, digest]
+    return digest
+
+
+_LAST_DIGEST: list = []
+
+
+def _done(out: str, record: dict) -> bool:
+    """Whether ``out`` is complete and was produced as ``record`` says it would be now."""
+    try:
+        with open(out + RECORD_SUFFIX, encoding="utf-8") as f:
+            saved = json.load(f)
+        size = os.path.getsize(out)
+    except (OSError, ValueError):
+        return False
+    if not isinstance(saved, dict):
+        return False
+    return saved.pop("output_bytes", None) == size and saved == json.loads(json.dumps(record))
 
 
 @lru_cache(maxsize=4)

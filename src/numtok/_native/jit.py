@@ -47,10 +47,32 @@ from numba.core import event as _event
 from numba.core.runtime import rtsys
 
 from . import precompiled
+from .interrupt import cache_numba_unpickle
 from .notices import is_quiet, set_quiet
 
 __all__ = ["INLINE", "cached_njit", "wraps_around", "cache_locations", "describe_location", "kernel_sources", "source_digest", "set_quiet",
            "is_quiet", "precompiled_selection", "describe_kernels"]
+
+
+def _import_numba_math_without_blas() -> None:
+    """Import ``numba.np.arraymath`` (which Numba imports at its first compile, never on a cache
+    load) with SciPy's BLAS module refused: its import-time probe for BLAS would load SciPy's
+    OpenBLAS, which under an address-space limit (``ulimit -v``) can retry a failed allocation
+    for ever. No numtok kernel uses BLAS; Numba's linear algebra still imports SciPy when it
+    compiles a function that needs it (only np.correlate/np.convolve's inner products then go
+    without BLAS)."""
+    blas = "scipy.linalg.cython_blas"
+    if "numba.np.arraymath" in sys.modules or blas in sys.modules:
+        return
+    sys.modules[blas] = None  # type: ignore[assignment]  # None makes the import raise ImportError
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        if blas in sys.modules and sys.modules[blas] is None:
+            del sys.modules[blas]
+
+
+cache_numba_unpickle()
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -235,7 +257,10 @@ class KernelCache(caching.Cache):
         # compiler refreshes the context itself.
         rtsys.initialize(target_context)
         with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
+            loaded = self._load_overload(sig, target_context)
+        if loaded is None:
+            _import_numba_math_without_blas()  # a compile follows, which refreshes the registries
+        return loaded
 
     def _index_key(self, sig, codegen, magic=None):
         # Numba keys a closure by its cells pickled, and a kernel pickles with a uuid new in
@@ -309,10 +334,27 @@ def _without_extensions(compile_):
         _loading.depth = getattr(_loading, "depth", 0) + 1
         try:
             return compile_(sig)
+        except (MemoryError, SystemError) as exc:  # CPython's and LLVM's failed allocations
+            limit = address_space_limit()
+            if limit is None:
+                raise
+            name = getattr(getattr(compile_, "__self__", None), "__name__", "a kernel")
+            raise MemoryError(f"out of memory while compiling numtok's {name} under an address-space limit of {limit >> 20:,} MiB "
+                              "(ulimit -v): raise the limit, or run `numtok warmup` once without it (compiled kernels are kept)") from exc
         finally:
             _loading.depth -= 1
 
     return compile
+
+
+def address_space_limit() -> int | None:
+    """This process's address-space limit (RLIMIT_AS, ``ulimit -v``) in bytes, or None."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover (Windows)
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 _defer_numba_extensions()

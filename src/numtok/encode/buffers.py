@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 from .._native.hugepages import empty_written_once
+from .._native.interrupt import interruptible
 from .._native.pystr import utf8_in_place
 from .._native.utf8 import PAD, padded_utf8, utf8_bytes
 
@@ -21,6 +22,9 @@ if sys.byteorder != "little":  # pragma: no cover
 _PAD_BYTES = bytes(PAD)
 # Texts of at least this many characters are written to UTF-8 straight from the str.
 DIRECT_UTF8_CHARS = 1 << 14
+# Texts of at least this many characters are converted on a helper thread, so that Ctrl-C is
+# not held up until the conversion ends.
+INTERRUPTIBLE_CHARS = 1 << 25
 # Texts of at most this many UTF-8 bytes are encoded from a per-thread scratch buffer.
 SHORT_BYTES = 4096
 _SCRATCH = threading.local()
@@ -68,7 +72,10 @@ def padded_utf8_of(text: str) -> np.ndarray:
         in_place = utf8_in_place(text)
         if in_place is not None:
             return padded(in_place)
-        converted = padded_utf8(text, PAD, _NO_OFFSETS)
+        if len(text) >= INTERRUPTIBLE_CHARS:
+            converted = interruptible(padded_utf8, text, PAD, _NO_OFFSETS)
+        else:
+            converted = padded_utf8(text, PAD, _NO_OFFSETS)
         if converted is not None:
             return converted[0]
     return padded(utf8_bytes(text))

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from .._native import hugepages as _hugepages
+from ..io.hf_json import too_many_added
 from ..pretokenizers import _scanners
 from ..pretokenizers.patterns import resolve_pattern
 from . import _kernels as _k
@@ -266,6 +267,9 @@ def check_specials(special_tokens) -> dict[str, int]:
         return {}
     if not isinstance(special_tokens, Mapping):
         raise TypeError(f"special_tokens must be a mapping of str to int, not {type(special_tokens).__name__}")
+    problem = too_many_added(len(special_tokens))
+    if problem is not None:
+        raise ValueError(problem)
     out = {}
     for s, i in special_tokens.items():
         if not isinstance(s, str) or not s:

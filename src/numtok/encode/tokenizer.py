@@ -238,9 +238,13 @@ class Tokenizer:
         return self._max_id
 
     @property
-    def eot_token(self) -> int | None:
-        """The id of ``<|endoftext|>``, or None if there is no such special token."""
-        return self._special_tokens.get("<|endoftext|>")
+    def eot_token(self) -> int:
+        """The id of ``<|endoftext|>``; KeyError (as tiktoken) if there is no such special token."""
+        try:
+            return self._special_tokens["<|endoftext|>"]
+        except KeyError:
+            shown = ", ".join(list(self._special_tokens)[:8]) or "none"
+            raise KeyError(f"'<|endoftext|>' is not a special token of {self.name!r} (its special tokens: {shown})") from None
 
     @property
     def vocab(self) -> dict[bytes, int]:

@@ -14,6 +14,13 @@ unnamed files). Any exception, KeyboardInterrupt included, removes the temporary
 Running out of disk space raises an ``OSError`` naming the destination, which keeps its old
 content.
 
+A set of files that belong together (a tokenizer directory, token shards) is written with
+:class:`atomic_directory` into a hidden temporary directory beside the destination
+(``.NAME.numtok-<8 hex digits>.tmp``, locked the same way), which then takes the destination's
+place in one step: renamed there if there is none, else exchanged with it (Linux
+``renameat2(RENAME_EXCHANGE)``), the old directory's other files carried over as hard links.
+Stale temporary directories are removed like stale files.
+
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
 >>> with atomic_write(path, "w") as f:
@@ -25,21 +32,24 @@ content.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
+import functools
 import os
 import re
 import secrets
-import tempfile
+import shutil
+import stat
 import threading
 import time
-from typing import IO, Iterator
+from typing import IO, Callable, Iterator
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover (Windows)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["atomic_write", "is_temporary_name", "remove_stale_temporaries"]
+__all__ = ["atomic_write", "atomic_directory", "is_temporary_name", "remove_stale_temporaries"]
 
 # .NAME.numtok-<8 hex digits>.tmp: hidden, and distinct from other programs' temporaries.
 _TEMPORARY = re.compile(r"\..+\.numtok-[0-9a-f]{8}\.tmp")
@@ -49,17 +59,6 @@ _NO_SPACE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 _swept: set[str] = set()
 _swept_lock = threading.Lock()
-
-
-def temporary_path_for(path: str | os.PathLike) -> str:
-    """Create (empty) and return a hidden temporary file next to ``path``, ``.NAME.<random>.tmp``,
-    for a writer that renames several files into place together (token shards). Unlike
-    ``atomic_write``'s, it is not removed as stale by a later write into the directory: its
-    writer removes it on failure."""
-    path = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=os.path.dirname(os.path.abspath(path)))
-    os.close(fd)
-    return tmp
 
 
 def is_temporary_name(name: str) -> bool:
@@ -110,9 +109,10 @@ def atomic_write(
             if fsync:
                 os.fsync(fd)
         except OSError as exc:
-            if exc.errno in _NO_SPACE:
-                raise OSError(exc.errno, f"{os.strerror(exc.errno)} while writing {path} (its previous content is kept)",
-                              path) from exc
+            if exc.errno in _NO_SPACE and not getattr(exc, "numtok_named", False):  # not yet named by a nested write
+                named_exc = OSError(exc.errno, f"{os.strerror(exc.errno)} while writing {path} (its previous content is kept)", path)
+                named_exc.numtok_named = True  # type: ignore[attr-defined]
+                raise named_exc from exc
             raise
         if named is None:
             os.chmod(fd, permissions_for(path))
@@ -134,7 +134,7 @@ def atomic_write(
             else:
                 os.close(fd)
     if fsync:
-        _fsync_directory(directory)
+        fsync_directory(directory)
 
 
 def remove_stale_temporaries(directory: str | os.PathLike) -> list[str]:
@@ -174,7 +174,10 @@ def _remove_if_stale(path: str) -> bool:
             return False
         if not _same_file(fd, path):
             return False
-        os.unlink(path)
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
         return True
     except OSError:
         return False
@@ -259,10 +262,171 @@ def _umask() -> int:
     return mask
 
 
-def _fsync_directory(directory: str) -> None:
+def fsync_directory(directory: str) -> None:
     # Makes the rename itself durable; not possible on every platform (Windows), so best effort.
     with contextlib.suppress(OSError, AttributeError):
         fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class atomic_directory:
+    """A directory of several files that appears, or replaces the old one, as a whole.
+
+    >>> import os, tempfile
+    >>> out = os.path.join(tempfile.mkdtemp(), "tok")
+    >>> with atomic_directory(out) as tmp:
+    ...     for name in ("a.json", "b.txt"):
+    ...         _ = open(os.path.join(tmp, name), "w").write(name)
+    >>> sorted(os.listdir(out))
+    ['a.json', 'b.txt']
+
+    The files are written into ``tmp``, a hidden directory beside ``path`` (plain ``open`` will
+    do: nothing is visible before the commit, and they are fsynced then). On a clean exit it
+    takes ``path``'s place: entries of the old directory that the new one lacks and
+    ``carry_over(name)`` keeps (default: all) stay, as hard links. An exception removes it.
+    Where the old directory cannot be exchanged in one step (it holds a subdirectory to keep,
+    it is the working directory, the OS or file system has no exchange), the new files are
+    renamed into it one after another instead.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, carry_over: Callable[[str], bool] | None = None):
+        path = os.path.abspath(os.fspath(path))
+        if os.path.islink(path):
+            path = os.path.realpath(path)
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise NotADirectoryError(f"{path} exists and is not a directory")
+        self.path = path
+        self.carry_over = carry_over or (lambda name: True)
+        parent = os.path.dirname(path)
+        os.makedirs(parent, exist_ok=True)
+        _sweep_once(parent)
+        self.tmp, fd = _make_temporary_directory(path, parent)
+        self._fd: int | None = fd
+
+    def __enter__(self) -> str:
+        return self.tmp
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            self.abort()
+
+    def commit(self) -> None:
+        """Put the directory in place (see the class)."""
+        if self._fd is None:
+            raise ValueError("this directory was already committed or aborted")
+        try:
+            for name in os.listdir(self.tmp):
+                _fsync_path(os.path.join(self.tmp, name))
+            if not os.path.isdir(self.path):
+                try:
+                    os.rename(self.tmp, self.path)
+                    fsync_directory(os.path.dirname(self.path))
+                    return
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                        raise  # else it appeared meanwhile: replace it as below
+            keep = [e for e in os.scandir(self.path) if not os.path.lexists(os.path.join(self.tmp, e.name)) and self.carry_over(e.name)]
+            if any(e.is_dir(follow_symlinks=False) for e in keep) or _is_working_directory(self.path) or not _exchange_supported():
+                self._rename_files_into_place()
+                return
+            for entry in keep:
+                target = os.path.join(self.tmp, entry.name)
+                if entry.is_symlink():
+                    os.symlink(os.readlink(entry.path), target)
+                else:
+                    os.link(entry.path, target, follow_symlinks=False)
+            os.chmod(self.tmp, stat.S_IMODE(os.stat(self.path).st_mode))
+            fsync_directory(self.tmp)
+            if not _exchange(self.tmp, self.path):
+                self._rename_files_into_place()
+                return
+            fsync_directory(os.path.dirname(self.path))
+            # self.tmp now holds the old directory (unlocked: a sweep may remove it too).
+        finally:
+            self._release()
+
+    def abort(self) -> None:
+        """Remove the temporary directory and everything in it."""
+        self._release()
+
+    def _rename_files_into_place(self) -> None:
+        for name in sorted(os.listdir(self.tmp)):
+            os.replace(os.path.join(self.tmp, name), os.path.join(self.path, name))
+        fsync_directory(self.path)
+
+    def _release(self) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            shutil.rmtree(self.tmp)
+        os.close(self._fd)
+        self._fd = None
+
+
+def _make_temporary_directory(path: str, parent: str) -> tuple[str, int]:
+    """A new hidden directory beside ``path``, and a descriptor of it holding its lock."""
+    while True:
+        name = _temporary_name(path, parent)
+        try:
+            os.mkdir(name)
+        except FileExistsError:  # pragma: no cover (2**32 names)
+            continue
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        if _same_file(fd, name):
+            return name, fd
+        os.close(fd)  # pragma: no cover - removed as stale between its creation and the lock
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+@functools.cache
+def _renameat2() -> Callable | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        function = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+def _exchange_supported() -> bool:
+    return _renameat2() is not None
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap the directories ``a`` and ``b`` in one step; False where the file system cannot."""
+    function = _renameat2()
+    if function is None:
+        return False
+    if function(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, f"{os.strerror(code)} while putting {b} in place", b)
+
+
+def _is_working_directory(path: str) -> bool:
+    with contextlib.suppress(OSError):
+        a, b = os.stat(path), os.stat(os.getcwd())
+        return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+    return False
+
+
+def _fsync_path(path: str) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         try:
             os.fsync(fd)
         finally:

@@ -27,7 +27,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .sources import JsonlRecordError, iter_jsonl_texts, open_binary, raw_position
+from .sources import JsonlRecordError, iter_jsonl_texts, open_binary, raw_position, safe_cut
 
 __all__ = ["ArrowSegment", "InputError", "Segment", "iter_documents", "safe_cut", "DEFAULT_CHUNK_BYTES", "TXT_DOCS"]
 
@@ -148,23 +148,6 @@ def _line_segments(path: str, base: int, per_line: bool) -> Iterator[Segment]:
             lines.append(text)
         if lines:
             yield Segment("".join(lines), True, base + raw_position(f))
-
-
-def safe_cut(block: bytes, lo: int) -> int:
-    """The last position ``c > lo`` in ``block`` where an ASCII letter is followed by a space,
-    or -1. No piece of the named patterns (gpt2, r50k, cl100k, o200k) spans such a position
-    (the letter run ends there, and the piece that starts there is the same whether or not
-    text precedes it), so the two sides encode exactly as the whole does.
-
-    >>> safe_cut(b"hello world, 1 2", 1)
-    5
-    """
-    c = block.rfind(b" ", lo)
-    while c > lo:
-        if 97 <= (block[c - 1] | 0x20) <= 122:
-            return c
-        c = block.rfind(b" ", lo, c)
-    return -1
 
 
 def _file_segments(path: str, base: int, cut: bool, chunk_bytes: int) -> Iterator[Segment]:

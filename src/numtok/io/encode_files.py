@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from .._native.threads import usable_cores
+from .._native.threads import check_num_threads
 from ..progress import Progress
 from .documents import DEFAULT_CHUNK_BYTES, TXT_DOCS, AnySegment, ArrowSegment, Segment, iter_documents
 from .shards import DEFAULT_SHARD_TOKENS, ShardWriter
@@ -131,7 +131,7 @@ def encode_files(
     shards = shard_tokens is not None or output.endswith(os.sep)
     ids_dtype = id_dtype(tok, dtype)
     eot_token = eot_id(tok, eot)
-    threads = num_threads or usable_cores()
+    threads = check_num_threads(num_threads)
     total = sum(os.path.getsize(p) for p in inputs)
 
     def encode(texts: Any) -> BatchEncoding:  # a list of str, or an Arrow string array

@@ -6,7 +6,7 @@ import json
 import os
 from typing import Any
 
-from .atomic import atomic_write
+from .atomic import atomic_directory, atomic_write
 from .byte_level import from_byte_level, to_byte_level
 from .tokenizer_view import attr, mergeable_vocab, merges_of, require_byte_level
 
@@ -15,7 +15,7 @@ __all__ = ["save_gpt2", "read_gpt2"]
 
 def save_gpt2(tok, directory: str | os.PathLike) -> None:
     """Write ``DIRECTORY/vocab.json`` and ``DIRECTORY/merges.txt`` (GPT-2 / HF "slow" format),
-    each atomically; the directory is created if needed.
+    as a set (:class:`numtok.io.atomic.atomic_directory`; other files in it are kept).
 
     ``vocab.json`` maps byte-level strings to ids and includes the special tokens (as GPT-2's
     ``<|endoftext|>``); ``merges.txt`` starts with ``#version: 0.2`` and has one
@@ -25,19 +25,19 @@ def save_gpt2(tok, directory: str | os.PathLike) -> None:
     """
     require_byte_level(tok, "GPT-2 vocab.json/merges.txt")
     directory = os.fspath(directory)
-    os.makedirs(directory, exist_ok=True)
     merges, _ = merges_of(tok)
     vocab = {to_byte_level(t): int(i) for t, i in mergeable_vocab(tok).items()}
     for content, i in (attr(tok, "special_tokens") or {}).items():
         vocab.setdefault(content, int(i))
     vocab = dict(sorted(vocab.items(), key=lambda kv: kv[1]))
-    with atomic_write(os.path.join(directory, "vocab.json"), "w") as f:
-        json.dump(vocab, f, ensure_ascii=False)
-        f.write("\n")
-    with atomic_write(os.path.join(directory, "merges.txt"), "w") as f:
-        f.write("#version: 0.2\n")
-        for a, b in merges:
-            f.write(f"{to_byte_level(a)} {to_byte_level(b)}\n")
+    with atomic_directory(directory) as tmp:
+        with atomic_write(os.path.join(tmp, "vocab.json"), "w") as f:
+            json.dump(vocab, f, ensure_ascii=False)
+            f.write("\n")
+        with atomic_write(os.path.join(tmp, "merges.txt"), "w") as f:
+            f.write("#version: 0.2\n")
+            for a, b in merges:
+                f.write(f"{to_byte_level(a)} {to_byte_level(b)}\n")
 
 
 def read_gpt2(vocab_json: str | os.PathLike, merges_txt: str | os.PathLike, pattern: str = "gpt2") -> dict[str, Any]:

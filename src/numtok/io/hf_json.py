@@ -16,7 +16,18 @@ from .byte_level import from_byte_level, to_byte_level
 from .oniguruma import onig_pattern_for, pattern_from_oniguruma
 from .tokenizer_view import attr, mergeable_vocab, merges_of, require_byte_level
 
-__all__ = ["hf_tokenizer_dict", "save_hf_json", "read_hf_json", "hf_dict_arguments"]
+__all__ = ["hf_tokenizer_dict", "save_hf_json", "read_hf_json", "hf_dict_arguments", "MAX_ADDED_TOKENS", "too_many_added"]
+
+# Special and added tokens are looked for in every text (one regex alternation of them all): a
+# file with more is refused rather than compiled for minutes.
+MAX_ADDED_TOKENS = 100_000
+
+
+def too_many_added(n: int) -> str | None:
+    """The problem with ``n`` special and added tokens, or None."""
+    if n <= MAX_ADDED_TOKENS:
+        return None
+    return f"{n:,} special and added tokens (numtok takes at most {MAX_ADDED_TOKENS:,}: each is looked for in every text)"
 
 
 def hf_tokenizer_dict(tok) -> dict[str, Any]:
@@ -258,6 +269,10 @@ def _hf_added_tokens(added: list, problems: list[str]) -> dict[str, int]:
     specials: dict[str, int] = {}
     if not isinstance(added, list) or not all(isinstance(tok, dict) and isinstance(tok.get("id"), int) for tok in added):
         problems.append("added_tokens is not a list of objects with an int id")
+        return specials
+    problem = too_many_added(len(added))
+    if problem is not None:
+        problems.append(problem)
         return specials
     for tok in added:
         content = tok.get("content")

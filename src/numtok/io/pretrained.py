@@ -11,7 +11,7 @@ import json
 import os
 from typing import Any
 
-from .atomic import atomic_write
+from .atomic import atomic_directory, atomic_write
 from .hf_json import save_hf_json
 from .tokenizer_view import attr
 
@@ -25,9 +25,10 @@ _DEFAULT_EOS = "<|endoftext|>"
 
 def save_pretrained(tok, directory: str | os.PathLike, *, bos_token: str | None = None, eos_token: str | None = _DEFAULT_EOS,
                     unk_token: str | None = None, pad_token: str | None = None, model_max_length: int | None = None) -> None:
-    """Write the three files of :data:`PRETRAINED_FILES` into ``directory``, each atomically;
-    other files in it are left alone. ``*_token`` name special tokens of ``tok`` (ValueError
-    names one that is not); the default eos is dropped when ``tok`` has no such token."""
+    """Write the three files of :data:`PRETRAINED_FILES` into ``directory`` as a set
+    (:class:`numtok.io.atomic.atomic_directory`); other files in it are kept. ``*_token``
+    name special tokens of ``tok`` (ValueError names one that is not); the default eos is
+    dropped when ``tok`` has no such token."""
     specials = dict(attr(tok, "special_tokens") or {})
     roles: dict[str, str] = {}
     for role, token in zip(_ROLES, (bos_token, eos_token, unk_token, pad_token)):
@@ -40,7 +41,6 @@ def save_pretrained(tok, directory: str | os.PathLike, *, bos_token: str | None 
     if model_max_length is not None and (isinstance(model_max_length, bool) or not isinstance(model_max_length, int) or model_max_length < 1):
         raise ValueError(f"model_max_length must be a positive int or None, got {model_max_length!r}")
     directory = os.fspath(directory)
-    os.makedirs(directory, exist_ok=True)
     config: dict[str, Any] = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "model_max_length": model_max_length or _NO_LIMIT,
@@ -53,8 +53,9 @@ def save_pretrained(tok, directory: str | os.PathLike, *, bos_token: str | None 
             for s, i in sorted(specials.items(), key=lambda kv: kv[1])
         },
     }
-    save_hf_json(tok, os.path.join(directory, "tokenizer.json"))
-    for name, content in (("tokenizer_config.json", config), ("special_tokens_map.json", roles)):
-        with atomic_write(os.path.join(directory, name), "w") as f:
-            json.dump(content, f, ensure_ascii=False, indent=2)
-            f.write("\n")
+    with atomic_directory(directory) as tmp:
+        save_hf_json(tok, os.path.join(tmp, "tokenizer.json"))
+        for name, content in (("tokenizer_config.json", config), ("special_tokens_map.json", roles)):
+            with atomic_write(os.path.join(tmp, name), "w") as f:
+                json.dump(content, f, ensure_ascii=False, indent=2)
+                f.write("\n")

@@ -5,13 +5,11 @@ the layout nanoGPT-style loaders memory-map; every shard but the last holds exac
 ``shard_tokens`` ids (a document may continue in the next shard). ``index.json`` gives the
 dtype, and the tokens and documents (those that start there) of every shard.
 
-Nothing appears under a final name until the whole output is written: shards are written to
-hidden temporary files in ``DIR`` and fsynced, and only at :meth:`ShardWriter.commit` is the
-old ``index.json`` removed, the shards renamed into place, the shards of an earlier, longer
-run deleted, and the new ``index.json`` written (atomically, last). A reader that finds an
-``index.json`` finds the shards it lists. On an error the temporary files are removed; a
-process killed outright may leave them behind (hidden ``.shard-*.tmp`` files, never a
-half-written shard under its final name), and the next run replaces everything.
+The directory appears as a whole (:class:`numtok.io.atomic.atomic_directory`): shards and
+``index.json`` are written into a hidden temporary directory beside ``DIR``, which takes
+``DIR``'s place at :meth:`ShardWriter.commit`; an earlier run's shards and index go, other
+files in ``DIR`` stay. On an error the temporary directory is removed; one left by a process
+killed outright is removed when the next run starts.
 
 >>> import numpy as np, os, tempfile, json
 >>> out = tempfile.mkdtemp()
@@ -25,7 +23,6 @@ half-written shard under its final name), and the next run replaces everything.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -33,13 +30,18 @@ from typing import IO, Any
 
 import numpy as np
 
-from .atomic import atomic_write, permissions_for, temporary_path_for
+from .atomic import atomic_directory
 
 DEFAULT_SHARD_TOKENS = 100_000_000  # as nanoGPT's and llm.c's FineWeb shards
 INDEX = "index.json"
 SHARD_NAME = "shard-{:05d}.bin"
 _SHARD_FILE = re.compile(r"shard-(\d{5,})\.bin")
-_SHARD_TEMPORARY = re.compile(r"\.shard-\d{5,}\.bin\..+\.tmp")
+_SHARD_TEMPORARY = re.compile(r"\.shard-\d{5,}\.bin\..+\.tmp")  # an older numtok's
+
+
+def _replaced(name: str) -> bool:
+    """Whether ``name`` in an existing shard directory belongs to the run being replaced."""
+    return name == INDEX or _SHARD_FILE.fullmatch(name) is not None or _SHARD_TEMPORARY.fullmatch(name) is not None
 
 
 class ShardWriter:
@@ -58,9 +60,8 @@ class ShardWriter:
         if self.dtype.kind != "u" or self.dtype.itemsize not in (2, 4):
             raise ValueError(f"shards hold uint16 or uint32 ids, not {np.dtype(dtype).name}")
         self.metadata = dict(metadata or {})
-        self._created = not os.path.isdir(self.directory)
-        os.makedirs(self.directory, exist_ok=True)
-        self._done: list[tuple[str, int]] = []  # (temporary path, tokens) of full shards
+        self._output = atomic_directory(self.directory, carry_over=lambda name: not _replaced(name))
+        self._done: list[tuple[str, int]] = []  # (path in the temporary directory, tokens) of full shards
         self._file: IO[bytes] | None = None
         self._tmp: str | None = None
         self._in_shard = 0
@@ -103,26 +104,16 @@ class ShardWriter:
                 self._close_current()
 
     def commit(self) -> None:
-        """Put the shards and then ``index.json`` in place (see the module)."""
+        """Write ``index.json`` and put the directory in place (see the module)."""
         if self._file is not None:
             self._close_current()
         n = len(self._done)
-        index = os.path.join(self.directory, INDEX)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(index)  # from here on no index.json lists shards that are being replaced
         shards: list[dict[str, Any]] = []
-        for i, (tmp, tokens) in enumerate(self._done):
-            name = SHARD_NAME.format(i)
-            os.replace(tmp, os.path.join(self.directory, name))
+        for i, (_, tokens) in enumerate(self._done):
             docs = self._doc_shards.get(i, 0)
             if i == n - 1:  # documents starting at the very end (empty ones) count in the last shard
                 docs += sum(count for shard, count in self._doc_shards.items() if shard >= n)
-            shards.append({"file": name, "tokens": tokens, "documents": docs})
-        self._done = []
-        for name in os.listdir(self.directory):  # shards of an earlier, longer run; its leftovers
-            match = _SHARD_FILE.fullmatch(name)
-            if (match and int(match.group(1)) >= n) or _SHARD_TEMPORARY.fullmatch(name):
-                os.unlink(os.path.join(self.directory, name))
+            shards.append({"file": SHARD_NAME.format(i), "tokens": tokens, "documents": docs})
         record = {
             "format": "numtok-token-shards",
             "version": 1,
@@ -134,28 +125,22 @@ class ShardWriter:
             **self.metadata,
             "shards": shards,
         }
-        with atomic_write(index, "w") as f:
+        with open(os.path.join(self._output.tmp, INDEX), "w", encoding="utf-8") as f:
             json.dump(record, f, indent=1)
             f.write("\n")
+        self._done = []
+        self._output.commit()
 
     def abort(self) -> None:
-        """Remove everything written (the temporary files, and the directory if this created
-        it and it is empty)."""
+        """Remove everything written (the temporary directory)."""
         if self._file is not None:
             self._file.close()
             self._file = None
-        for tmp in [t for t, _ in self._done] + ([self._tmp] if self._tmp else []):
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
         self._done, self._tmp = [], None
-        if self._created:
-            with contextlib.suppress(OSError):
-                os.rmdir(self.directory)
+        self._output.abort()
 
     def _open_next(self) -> IO[bytes]:
-        final = os.path.join(self.directory, SHARD_NAME.format(len(self._done)))
-        self._tmp = temporary_path_for(final)
-        os.chmod(self._tmp, permissions_for(final))  # as atomic_write gives its files
+        self._tmp = os.path.join(self._output.tmp, SHARD_NAME.format(len(self._done)))
         self._in_shard = 0
         return open(self._tmp, "wb")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import json
 import os
 import zlib
@@ -15,7 +16,7 @@ import numpy as np
 
 from ..pretokenizers.patterns import resolve_pattern
 from . import _rank_kernels as _rk
-from .atomic import atomic_write
+from .atomic import atomic_write, fsync_directory
 from .tokenizer_view import attr, is_rank_mode, mergeable_vocab, require_byte_level
 
 __all__ = [
@@ -193,11 +194,21 @@ def save_tiktoken(tok, path: str | os.PathLike) -> None:
     }
     lines = [base64.b64encode(t) + b" " + str(int(i)).encode() + b"\n"
              for t, i in sorted(vocab.items(), key=lambda kv: kv[1])]
-    with atomic_write(path, "wb") as f:
+    # A save killed between the two renames leaves a pair that reading then refuses.
+    sidecar["numtok"] = {"format_version": 1, "pattern": name or pattern_string,
+                         "ranks_sha256": hashlib.sha256(b"".join(lines)).hexdigest()}
+    # Both are written and fsynced before either is renamed into place (the sidecar first), so
+    # that the two renames follow each other at once; one directory fsync after both covers them.
+    with atomic_write(path, "wb", fsync=False) as f:
         f.writelines(lines)
-    with atomic_write(tiktoken_sidecar_path(path), "w") as f:
-        json.dump(sidecar, f, ensure_ascii=False, indent=2)
-        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+        with atomic_write(tiktoken_sidecar_path(path), "w", fsync=False) as side:
+            json.dump(sidecar, side, ensure_ascii=False, indent=2)
+            side.write("\n")
+            side.flush()
+            os.fsync(side.fileno())
+    fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
 def read_tiktoken_sidecar(path: str | os.PathLike) -> dict | None:
@@ -217,6 +228,12 @@ def read_tiktoken_sidecar(path: str | os.PathLike) -> dict | None:
         name = side.get("name")
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise ValueError(f"{side_path}: malformed tiktoken sidecar ({exc})") from None
+    expected = (side.get("numtok") or {}).get("ranks_sha256") if isinstance(side.get("numtok"), dict) else None
+    if expected is not None:
+        with open(path, "rb") as f:
+            if hashlib.sha256(f.read()).hexdigest() != expected:
+                raise ValueError(f"{side_path} was written with another rank file than {os.fspath(path)} (an interrupted "
+                                 "save?): save again, or pass pattern= and special_tokens=")
     resolved, _ = resolve_pattern(pattern)
     return {"name": name, "pattern": resolved or pattern, "special_tokens": specials}
 

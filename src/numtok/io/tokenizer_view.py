@@ -6,9 +6,11 @@ The writers in this package take any object with numtok's Tokenizer attributes (
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-__all__ = ["attr", "is_rank_mode", "mergeable_vocab", "require_byte_level", "merges_of", "merges_from_ranks", "tokenizer_info"]
+__all__ = ["attr", "is_rank_mode", "mergeable_vocab", "require_byte_level", "merges_of", "merges_from_ranks", "tokenizer_info",
+           "tokenizer_digest"]
 
 
 def attr(tok: Any, name: str, default: Any = None) -> Any:
@@ -84,7 +86,34 @@ def tokenizer_info(tok, top: int = 10) -> dict:
         "pattern": tok.pattern if tok.pattern in NAMED_PATTERNS else "custom",
         "pattern_regex": NAMED_PATTERNS.get(tok.pattern, tok.pattern),
         "special_tokens": tok.special_tokens,
-        "eot_token": tok.eot_token,
+        "eot_token": tok.special_tokens.get("<|endoftext|>"),
         "longest_tokens": [{"id": i, "bytes": len(t), "token": t.decode("utf-8", "replace")} for t, i in longest],
         "_longest_raw": longest,
     }
+
+
+def tokenizer_digest(tok) -> str:
+    """SHA-256 of what decides ``tok``'s ids: its tokens and ids, merges (merge mode), pattern,
+    special tokens and options; equal for two tokenizers that encode alike, whatever their
+    names.
+
+    >>> import numtok
+    >>> gpt2 = numtok.load("gpt2")
+    >>> same = numtok.Tokenizer(mergeable_vocab(gpt2), pattern=gpt2.pattern, special_tokens=gpt2.special_tokens, name="copy")
+    >>> tokenizer_digest(same) == tokenizer_digest(gpt2) != tokenizer_digest(numtok.load("cl100k_base"))
+    True
+    """
+    h = hashlib.sha256()
+    for token, i in sorted(tok.vocab.items(), key=lambda kv: kv[1]):
+        h.update(b"%d:%d:" % (i, len(token)) + token)
+    h.update(b"\0merges\0")
+    if not is_rank_mode(tok):
+        for a, b in tok.merges:
+            h.update(b"%d:%d:" % (len(a), len(b)) + bytes(a) + bytes(b))
+    from ..pretokenizers.patterns import NAMED_PATTERNS
+
+    pattern = attr(tok, "pattern")
+    options = (NAMED_PATTERNS.get(pattern, pattern), sorted((attr(tok, "special_tokens") or {}).items()), attr(tok, "units"),
+               attr(tok, "unk_token"), attr(tok, "end_of_word"), attr(tok, "ignore_merges"))
+    h.update(repr(options).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()

@@ -18,7 +18,7 @@ from .._native.memory import out_of_memory, release_free_memory, reservable_byte
 from .._native.threads import check_num_threads
 from ..io.byte_level import CHAR_TO_BYTE, bytes_to_unicode
 from ..io.sources import iter_chunks, source_size
-from ..pretokenizers.patterns import resolve_pattern
+from ..pretokenizers.patterns import NAMED_PATTERNS, resolve_pattern
 from ..progress import Progress
 from . import _kernels as _bpe_kernels
 from .base import derive_merges_early, start_from_base
@@ -244,7 +244,8 @@ def _train_from_word_counts(counts: WordCounts, vocab_size: int, show_progress, 
 
 def _count_words(source, options: TrainOptions, show_progress, num_threads, field: str = "text") -> tuple[WordCounter, int]:
     """Pre-tokenize and count the corpus on up to two threads (one WordCounter each)."""
-    chunks = iter_chunks(source, special_tokens=options.special_tokens, field=field)
+    named = options.pattern in NAMED_PATTERNS
+    chunks = iter_chunks(source, special_tokens=options.special_tokens, field=field, cut_long_lines=named)
     # First positions matter only to tie_break="first-seen" (8 bytes a word while counting).
     return count_chunks(chunks, options.pattern, source_size(source), show_progress, num_threads,
                          track_firsts=options.tie_break == "first-seen")

@@ -276,6 +276,6 @@ def count_words(source, *, pattern: str = "gpt2", special_tokens=(), field: str 
 
     name, string = resolve_pattern(pattern)
     specials = special_token_list(special_tokens)
-    chunks = iter_chunks(source, special_tokens=specials, field=field)
+    chunks = iter_chunks(source, special_tokens=specials, field=field, cut_long_lines=name is not None)
     counter, corpus_bytes = count_chunks(chunks, name or string, source_size(source), show_progress, num_threads)
     return WordCounts.from_counter(counter, name or string, specials, corpus_bytes)

@@ -16,6 +16,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ..io.atomic import atomic_write
+from ..io.hf_json import too_many_added
 from . import _kernels as K
 from .bert import BertNormalizer, class_table, code_points, lower_table_packed, pre_tokenizer_mode
 
@@ -100,6 +102,9 @@ class WordPiece:
         self.special_tokens = tuple(dict.fromkeys(special_tokens))
         self.added_tokens = tuple(s for s in dict.fromkeys(added_tokens) if s not in self.special_tokens)
         matched = self.special_tokens + self.added_tokens
+        too_many = too_many_added(len(matched))
+        if too_many is not None:
+            raise ValueError(too_many)
         for s in matched:
             if not isinstance(s, str) or not s:
                 raise ValueError(f"special and added tokens must be non-empty strings, not {s!r}")
@@ -169,6 +174,10 @@ class WordPiece:
         added_tokens = d.get("added_tokens") or []
         if not isinstance(added_tokens, list) or not all(isinstance(tok, dict) for tok in added_tokens):
             problems.append("added_tokens is not a list of objects")
+            added_tokens = []
+        too_many = too_many_added(len(added_tokens))
+        if too_many is not None:
+            problems.append(too_many)
             added_tokens = []
         for tok in added_tokens:
             content, tid = tok.get("content"), tok.get("id")
@@ -435,8 +444,8 @@ class WordPiece:
         }
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write :meth:`to_json` to ``path`` (a HF ``tokenizer.json``)."""
-        with open(path, "w", encoding="utf-8") as f:
+        """Write :meth:`to_json` to ``path`` (a HF ``tokenizer.json``), atomically."""
+        with atomic_write(path, "w") as f:
             json.dump(self.to_json(), f, ensure_ascii=False, indent=1)
 
 
