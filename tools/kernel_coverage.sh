@@ -32,11 +32,12 @@ status=0
 NUMBA_DISABLE_JIT=1 python -m coverage run -p --rcfile=$RC -m pytest -q -p no:cacheprovider "$@" || status=$?
 if [ -z "${NO_COMPILE_PASS:-}" ]; then
     cache=$(mktemp -d)
-    NUMTOK_JIT_CACHE=$cache NUMTOK_CACHE_DIR=$cache/tables python -m coverage run -p --rcfile=$RC - <<'PY' || status=$?
+    cat > "$cache/compile_all.py" <<'PY'
 from numtok import precompile
 for job in precompile.JOBS.values():  # in order, in this process (warmup() spawns workers)
     job.run()
 PY
+    NUMTOK_JIT_CACHE=$cache NUMTOK_CACHE_DIR=$cache/tables python -m coverage run -p --rcfile=$RC "$cache/compile_all.py" || status=$?
     rm -rf "$cache"
 fi
 python -m coverage combine --rcfile=$RC -q
