@@ -56,6 +56,7 @@ NCOL = 8
 # Slots of the small state vector shared by the merge-step helpers.
 N_PAIRS, POOL_USED, N_TOUCHED, APPENDS = 0, 1, 2, 3
 NO_POSITION = np.int64(0x7FFFFFFFFFFFFFFF)
+STOP = 9  # the slot of ``progress`` that asks the merge loop to stop
 NO_LIMIT = np.int64(1) << 60  # max_len meaning "no max_token_length"
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 _POLY = np.uint64(0x100000001B3)
@@ -684,7 +685,8 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
     so a merge that rebuilds an existing string re-uses its id. ``progress[0]`` is updated
     with the number of merges done (read by another thread for the progress bar); [1] counts
     postings visited, [2] words rewritten, [3] heap pops, [4] pairs pushed, [5] pairs, [6] pool
-    size, [7] pair rows allocated (for benchmarks); [8] counts the large arrays freed, so the
+    size, [7] pair rows allocated (for benchmarks); [STOP] set by the caller ends the loop after
+    the merge it is in (Ctrl-C); [8] counts the large arrays freed, so the
     caller can return their memory to the system while the loop runs.
 
     Returns (merge_left, merge_right, merge_new, n_merges, n_ids).
@@ -753,7 +755,7 @@ def _bpe_train(sym, words, tok_len_base, tok_seq_base, tok_seq_len_base,
                 drop_stale = False
     dropped = 0  # pairs removed from the table
     step = np.int64(0)  # not the literal: a kernel called while it is typed as one would compile for it too
-    while n_ids < n_ids_target:
+    while n_ids < n_ids_target and progress[STOP] == 0:
         if size == 0 and (floor == 0 or floor <= min_frequency):
             break  # no pair left, or only hidden ones, below min_frequency
         if size == 0 or heap[0, 0] < floor and not (heap[0, 0] < min_frequency and floor <= min_frequency):

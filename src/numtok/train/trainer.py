@@ -449,7 +449,7 @@ def _learn(counter, options: TrainOptions, show_progress) -> tuple[list[tuple[by
     del w_start, w_freq, keep
     max_len = options.max_token_length if options.max_token_length is not None else int(_bpe_kernels.NO_LIMIT)
 
-    progress = np.zeros(9, dtype=np.int64)
+    progress = np.zeros(_bpe_kernels.STOP + 1, dtype=np.int64)
     result: list = []
     # Every merge rewrites at least one occurrence, so a word of n symbols allows at most n - 1
     # of them: the engine's id tables are sized by that, never by a huge vocab_size, and
@@ -478,14 +478,19 @@ def _learn(counter, options: TrainOptions, show_progress) -> tuple[list[tuple[by
     worker = threading.Thread(target=run, name="numtok-merge", daemon=True)
     worker.start()
     freed = 0
-    while worker.is_alive():
-        worker.join(0.05)
-        if progress[8] != freed:
-            # The engine freed a table it outgrew: glibc keeps such blocks in the merge
-            # thread's arena, resident, unless given back before the next, larger table.
-            freed = int(progress[8])
-            release_free_memory()
-        bar.set(int(progress[0]))
+    try:
+        while worker.is_alive():
+            worker.join(0.05)
+            if progress[8] != freed:
+                # The engine freed a table it outgrew: glibc keeps such blocks in the merge
+                # thread's arena, resident, unless given back before the next, larger table.
+                freed = int(progress[8])
+                release_free_memory()
+            bar.set(int(progress[0]))
+    except BaseException:  # Ctrl-C: the merge loop stops after its current merge, freeing its arrays
+        progress[_bpe_kernels.STOP] = 1
+        bar.close()
+        raise
     bar.set(int(progress[0]))
     bar.close()
     if isinstance(result[0], BaseException):
