@@ -18,6 +18,7 @@ import pytest
 from conftest import DATA, JIT_OFF
 from hypothesis import given
 from hypothesis import strategies as st
+from unicode_reference import agreed
 
 import numtok
 from numtok import cli
@@ -82,7 +83,8 @@ def test_text_stats_on_real_text(lines, sample_text):
     _check_text_stats(sample_text.splitlines(keepends=True)[:: 4 if not JIT_OFF else 40])
 
 
-SCRIPT_CHARS = st.one_of(st.characters(codec="utf-8"), st.sampled_from(list("aéжαअ漢あー한กא ب\t\n\u3000\u00a0")))
+# Code points the installed regex classifies otherwise than numtok's Unicode tables are left out.
+SCRIPT_CHARS = st.one_of(agreed(st.characters(codec="utf-8")), st.sampled_from(list("aéжαअ漢あー한กא ب\t\n\u3000\u00a0")))
 
 
 @given(st.lists(st.text(SCRIPT_CHARS, max_size=40), min_size=1, max_size=8))
