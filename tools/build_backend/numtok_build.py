@@ -30,7 +30,7 @@ from setuptools.build_meta import *  # noqa: F401,F403 - every hook this module 
 _LEVELS_VARIABLE = "NUMTOK_PRECOMPILE"
 # What compiling the kernels needs in pip's isolated build environment: the runtime dependencies,
 # and pyarrow, whose arrays reach kernels of their own.
-_COMPILE_REQUIRES = ["numpy>=1.24", "numba>=0.59,<0.69", "regex>=2023.0", "pyarrow>=16"]
+_COMPILE_REQUIRES = ["numpy>=1.24", "numba>=0.59,<0.69", "regex>=2023.0", "pyarrow>=18"]
 
 
 def _levels() -> str:
