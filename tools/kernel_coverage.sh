@@ -31,15 +31,21 @@ python -m coverage erase --rcfile=$RC
 status=0
 NUMBA_DISABLE_JIT=1 python -m coverage run -p --rcfile=$RC -m pytest -q -p no:cacheprovider "$@" || status=$?
 if [ -z "${NO_COMPILE_PASS:-}" ]; then
+    # A copy of the package: its __pycache__ holds no compiled kernel (kernels there are read
+    # whatever NUMTOK_JIT_CACHE says), so every kernel compiles; [paths] maps it back to src/.
     cache=$(mktemp -d)
+    mkdir -p "$cache/numtok-compile-pass"
+    cp -r src/numtok "$cache/numtok-compile-pass/numtok"
+    find "$cache/numtok-compile-pass" -name __pycache__ -prune -exec rm -rf {} +
     cat > "$cache/compile_all.py" <<'PY'
 from numtok import precompile
 for job in precompile.JOBS.values():  # in order, in this process (warmup() spawns workers)
     job.run()
 PY
-    NUMTOK_JIT_CACHE=$cache NUMTOK_CACHE_DIR=$cache/tables python -m coverage run -p --rcfile=$RC "$cache/compile_all.py" || status=$?
+    PYTHONPATH="$cache/numtok-compile-pass" NUMTOK_JIT_CACHE=$cache/jit NUMTOK_CACHE_DIR=$cache/tables \
+        python -m coverage run -p --rcfile=$RC "$cache/compile_all.py" || status=$?
     rm -rf "$cache"
 fi
-python -m coverage combine --rcfile=$RC -q
+python -m coverage combine --append --rcfile=$RC -q
 python -m coverage report --rcfile=$RC
 exit $status
