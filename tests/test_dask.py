@@ -275,7 +275,9 @@ def test_worker_lost_for_good_leaves_nothing(tmp_path, sample_text):
 
 @pytest.fixture
 def command_line_cluster(tmp_path):
-    dask_cli = shutil.which("dask")
+    # The one of this Python's environment, not another on PATH.
+    beside = os.path.join(os.path.dirname(sys.executable), "dask")
+    dask_cli = beside if os.path.exists(beside) else shutil.which("dask")
     if dask_cli is None:
         pytest.skip("the dask command line is not installed")
     scheduler_file = tmp_path / "scheduler.json"

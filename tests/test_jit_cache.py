@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numba
 import pytest
 from test_encode import reference
 
@@ -186,6 +187,7 @@ def test_changed_source_is_never_served_stale(tmp_path):
 
 
 _NOTICE = """
+import numba
 import numpy as np
 from numtok._native import jit, utf8
 jit.NOTICE_AFTER_SECONDS = 0.01
@@ -261,7 +263,9 @@ def test_loading_cached_kernels_leaves_the_compiler_registries_to_compiles():
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["ids"] == got["again"] == list(map(int, expected))
-    assert got["registries_loaded"] is False
+    if tuple(map(int, numba.__version__.split(".")[:2])) >= (0, 68):
+        # Older Numba imports the registries itself when it loads a cached kernel (seen with 0.59).
+        assert got["registries_loaded"] is False
     assert got["dot"] == (14.0 if with_scipy else 0.0)
 
 
