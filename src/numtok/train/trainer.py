@@ -256,8 +256,7 @@ def _count_weighted(weighted: list, options: TrainOptions, show_progress, num_th
     in first-occurrence order, as in the sources read one after another)."""
     total: WordCounts | None = None
     for source, weight in weighted:
-        counter, nbytes = count_chunks(iter_chunks(source, special_tokens=options.special_tokens, field=field), options.pattern,
-                                       source_size(source), show_progress, num_threads)
+        counter, nbytes = _count_words(source, options, show_progress, num_threads, field)  # as an unweighted source
         counts = WordCounts.from_counter(counter, options.pattern, options.special_tokens, nbytes) * weight
         del counter
         total = counts if total is None else total + counts
