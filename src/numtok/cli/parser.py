@@ -55,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     quiet = _Parser(add_help=False)
     quiet.add_argument("-q", "--quiet", action="store_true", help="no progress bars and no summary")
 
+    for add in (_add_train, _add_encode, _add_decode, _add_eval, _add_sweep, _add_info, _add_demo, _add_warmup):
+        add(sub, quiet)
+    return parser
+
+
+def _add_train(sub, quiet: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "train", parents=[quiet], help="train a BPE tokenizer on text files",
         description="Train a byte-level BPE tokenizer (merges identical to HF's BpeTrainer). Inputs: .txt (each line one sequence), .jsonl (the "
@@ -97,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="PATH", help="where to write the tokenizer")
     p.set_defaults(func=cmd_train)
 
+
+def _add_encode(sub, quiet: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "encode", parents=[quiet], help="encode text files into a token-id array (.npy or .bin)",
         description="Encode text into one flat array of token ids, streaming with bounded memory on all cores. The end-of-text id goes between "
@@ -131,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_encode)
 
+
+def _add_decode(sub, quiet: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "decode", parents=[quiet], help="decode a token-id file back to text",
         description="Decode a .npy or .bin id file (as written by 'numtok encode') to text on stdout or -o. End-of-text ids separate documents, "
@@ -157,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-eot", action="store_true", help="write the separator token's text instead of splitting")
     p.set_defaults(func=cmd_decode)
 
+
+def _report_options() -> argparse.ArgumentParser:
+    """The options eval and sweep share: grouping, the text field, the report directory, the plot, threads."""
     report = _Parser(add_help=False)
     report.add_argument(
         "--group-by",
@@ -173,9 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the plot in -o DIR (default: when matplotlib is installed; --plot fails without it)",
     )
     report.add_argument("--threads", type=_positive_int, default=None, metavar="N", help="threads (default: all cores)")
+    return report
 
+
+def _add_eval(sub, quiet: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
-        "eval", parents=[quiet, report], help="compare tokenizers: bytes, characters and words per token, per script or language",
+        "eval", parents=[quiet, _report_options()], help="compare tokenizers: bytes, characters and words per token, per script or language",
         description="Encode the documents of DATA with each tokenizer (batch encoder, all cores, streamed) and report per group: bytes, "
                     "characters and whitespace words per token, the share of bytes that fall back to single-byte tokens and the share of the "
                     "vocabulary used. Documents: each line of .txt files, each record of .jsonl, each row of .parquet.",
@@ -184,8 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="DATA", help="text to evaluate on (.txt, .jsonl, .gz, .parquet)")
     p.set_defaults(func=cmd_eval)
 
+
+def _add_sweep(sub, quiet: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
-        "sweep", parents=[quiet, report], help="train once, evaluate every vocabulary size on held-out text",
+        "sweep", parents=[quiet, _report_options()], help="train once, evaluate every vocabulary size on held-out text",
         description="Train a BPE tokenizer once to the largest size, then evaluate each size's prefix of the merges on the --eval data: "
                     "the compression curve per group that shows which vocabulary size to choose.",
     )  # fmt: skip
@@ -199,12 +217,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save-tokenizers", action="store_true", help="also write DIR/tokenizer-<size>.json (HF format) for every size")
     p.set_defaults(func=cmd_sweep)
 
+
+def _add_info(sub, quiet: argparse.ArgumentParser) -> None:
     p = sub.add_parser("info", help="describe a tokenizer", description="Vocabulary size, pattern, special tokens and the longest tokens.")
     p.add_argument("tokenizer", metavar="TOKENIZER", help=_TOKENIZER_HELP)
     p.add_argument("--top", type=_non_negative_int, default=10, metavar="N", help="how many longest tokens (default 10)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
 
+
+def _add_demo(sub, quiet: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "demo", parents=[quiet], help="train a small tokenizer on a bundled text and show it at work",
         description="Train on the first chapters of Pride and Prejudice (public domain, shipped with numtok) and print a few encodings. Takes "
@@ -215,6 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, metavar="PATH", help="also save the tokenizer (tokenizer.json)")
     p.set_defaults(func=cmd_demo)
 
+
+def _add_warmup(sub, quiet: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "warmup", parents=[quiet], help="compile every kernel ahead (for images, CI caches and cluster workers)",
         description="Compile numtok's Numba kernels for this machine in parallel processes and save them where later processes load them (printed at "
@@ -223,7 +247,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--processes", type=_positive_int, default=None, metavar="N", help="worker processes (default: all cores)")
     p.add_argument("--jobs", default=None, metavar="A,B", help="only these areas: encode, encodings, train, wordpiece, arrow")
     p.set_defaults(func=cmd_warmup)
-    return parser
 
 
 class _Version(argparse.Action):
