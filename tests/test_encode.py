@@ -1197,6 +1197,27 @@ def test_piece_cache_grows_with_its_entries():
     enc._piece_caches = PieceCaches()
 
 
+def test_piece_cache_grows_only_with_the_text_encoded():
+    """A crowded cache grows, but never past ``GROW_RATIO`` bytes per byte of text encoded so far:
+    a growth rehashes every entry into fresh memory, which a short first pass does not win back."""
+    from numtok.encode import _kernels as kernels
+    from numtok.encode import piece_cache
+
+    caches = PieceCaches()
+    cache = caches.take(1000)
+    bits = piece_cache.cache_bits(cache)
+    long_base = 8 << bits
+    cache[long_base + 24 : long_base + (16 << (bits - kernels.LONG_SHIFT)) : 32] = 1  # way 1 of every long set taken
+    assert piece_cache.growth(cache, short=False) >= 1
+    step = piece_cache.CHECK_BYTES
+    seen = 1000
+    while kernels.piece_cache_size(bits + 1) * 8 > piece_cache.GROW_RATIO * (seen + step):
+        cache = caches.check(cache, step)  # crowded, but too little text went by
+        seen += step
+        assert piece_cache.cache_bits(cache) == bits
+    assert piece_cache.cache_bits(caches.check(cache, step)) == bits + 1
+
+
 def test_short_key_and_long_compare_match_their_plain_definitions():
     """The loop's branch-free helpers against obviously-correct Python: ``_short_key`` gives
     bytes 0-7 and 8-14 of a 1-15-byte piece and ``_hash_bytes``' hash (the whole-piece table
@@ -1668,11 +1689,14 @@ def test_pieces_per_set_inverts_the_share_of_sets_holding_two():
     assert pieces_per_set(0.0) == 0.0 and pieces_per_set(1.0) == float("inf")
 
 
-def test_piece_cache_crowded_by_short_pieces_grows_to_fit_them_at_the_next_call():
+def test_piece_cache_crowded_by_short_pieces_grows_to_fit_them_at_the_next_call(monkeypatch):
     """A call with more distinct short pieces than the smallest cache holds leaves it crowded;
     the next call's cache is grown at once to hold them at ``TARGET_LOAD`` a set (more than one
-    doubling), keeps their ids exact, and later calls keep that size."""
+    doubling), keeps their ids exact, and later calls keep that size. (Here without the bound
+    of ``GROW_RATIO``, which ``test_piece_cache_grows_only_with_the_text_encoded`` checks.)"""
     from numtok.encode import piece_cache
+
+    monkeypatch.setattr(piece_cache, "GROW_RATIO", 1 << 40)
 
     enc = numtok.load("cl100k_base")
     ref = reference("cl100k_base")

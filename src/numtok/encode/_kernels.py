@@ -569,8 +569,9 @@ def _heap_pop(heap, hn):
 
 # A call (long pieces are rare), without reference counting whichever kernel compiles it first.
 @njit(_nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, max_pri, res_of):
-    """O(n log n) merging for long pieces: linked list of symbols + lazy min-heap."""
+def _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, max_pri, res_of, first_round):
+    """O(n log n) merging for long pieces: linked list of symbols + lazy min-heap. ``first_round``:
+    pp already holds the priorities of the first round (a piece of bytes, read from the byte-pair table)."""
     hn = np.int64(0)
     for i in range(n):
         nxt[i] = i + 1
@@ -578,7 +579,8 @@ def _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, max_pri
     nxt[n - 1] = -1
     pp[n - 1] = INF_PRIORITY
     for i in range(n - 1):
-        pp[i] = _pair_pri_f(ptab, pbits, pfilter, fbits, sym[i], sym[i + 1], max_pri)
+        if not first_round:
+            pp[i] = _pair_pri_f(ptab, pbits, pfilter, fbits, sym[i], sym[i + 1], max_pri)
         if pp[i] < INF_PRIORITY:
             hn = _heap_push(heap, hn, (pp[i] << 32) | i)
     while hn > 0:
@@ -1226,7 +1228,10 @@ def encode_loop(
             if n < 0:
                 return ST_NO_SYMBOL, k, j, d, -1 - n
             if n >= heap_min:
-                n = _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, _INF, res_of)
+                if plain_bytes:  # the first round from the byte-pair table, which stays in cache
+                    for i in range(n - 1):
+                        pp[i] = bp[(np.int64(data[s + i]) << 8) | data[s + i + 1]]
+                n = _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, _INF, res_of, plain_bytes)
             elif plain_bytes:
                 n = _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, pfilter, fbits, res_of)
             else:
@@ -1413,7 +1418,7 @@ def derive_merges(tok_bytes, tok_off, byte_id, ptab, ids):
         if not ok:
             continue
         if L >= 64:
-            n = _merge_heap(sym, L, pp, nxt, prv, heap, ptab, pbits, no_filter, one, np.int64(tid), res_of)
+            n = _merge_heap(sym, L, pp, nxt, prv, heap, ptab, pbits, no_filter, one, np.int64(tid), res_of, False)
         else:
             n = _merge_small(sym, L, pp, ptab, pbits, no_filter, one, np.int64(tid), res_of)
         if n == 2:

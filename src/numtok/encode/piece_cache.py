@@ -7,7 +7,8 @@ threads, and are never shared by two calls at once.
 A cache grows with what it holds as well as with how much text went by (a set per 256 bytes
 of it): every ``CHECK_BYTES`` of text encoded into it, a sample of its sets says whether the
 pieces it was asked to keep crowd it (see ``growth``), and a crowded cache is replaced by a
-bigger one holding the same entries. English text fills the short-piece sets; CJK and Japanese text, with a new
+bigger one holding the same entries, though never bigger than ``GROW_RATIO`` bytes per byte of
+text encoded before. English text fills the short-piece sets; CJK and Japanese text, with a new
 16-64-byte piece every 50-120 bytes, the long-piece region and the arena, long before the
 short sets.
 """
@@ -45,6 +46,11 @@ CROWDED = 0.2
 # ``growth``): grown a step a call, repeated passes over the same text ran slower for several
 # calls than at full size, since a step could leave it under CROWDED and crowded still.
 SHORT_CROWDED = 0.05
+# A cache grows to at most this many bytes per byte of text encoded before (by all calls): a
+# growth rehashes every entry into fresh memory the OS must fault in and zero, which on a first
+# pass over CJK text cost more than the bigger cache saved (its long pieces seldom recur), and
+# the second call of a fresh tokenizer paid for it before any piece was encoded.
+GROW_RATIO = 4
 TARGET_LOAD = 0.25
 SAMPLED_SETS = 1024
 NO_CACHE = _k.new_piece_cache(0)  # for calls that must not learn (building the tables)
@@ -120,6 +126,7 @@ class PieceCaches:
         self.free: list[np.ndarray] = []
         self.bits = MIN_CACHE_BITS  # the size caches have grown to: new ones start there
         self.bytes_seen = 0  # text taken by all calls: a floor for the size (see take)
+        self.done = 0  # text encoded by finished calls and the blocks reported to check
         self.grow = True  # False: caches are handed out as they are (tests pin one)
         self._unchecked = 0  # bytes taken since a cache was last looked at (see take)
         self._sized()
@@ -134,6 +141,7 @@ class PieceCaches:
         looks (an update lost between two threads changes nothing that matters): a lock taken
         twice per call was a noticeable share of a short encode; most calls return at the
         first test."""
+        self.done = self.bytes_seen
         self.bytes_seen = seen = self.bytes_seen + nbytes
         try:
             cache = self.free.pop()
@@ -164,6 +172,7 @@ class PieceCaches:
         returns."""
         if not self.grow:
             return cache
+        self.done += nbytes
         bits = self._checked_bits(cache, nbytes, between_calls=False)
         return self._grown(cache, bits) if bits > cache_bits(cache) else cache
 
@@ -175,7 +184,10 @@ class PieceCaches:
         if self._unchecked < CHECK_BYTES or bits >= CACHE_BITS:
             return bits
         self._unchecked = 0
-        return bits + growth(cache, short=between_calls)
+        grown = bits + growth(cache, short=between_calls)
+        while grown > bits and _k.piece_cache_size(grown) * 8 > GROW_RATIO * self.done:
+            grown -= 1
+        return grown
 
     def _grown(self, cache: np.ndarray, bits: int) -> np.ndarray:
         bigger = _k.new_piece_cache(bits)
