@@ -26,11 +26,12 @@ SECTIONS: tuple[Section, ...] = (
         "encode-scripts", "Encoding by script: cold, unseen, warm",
         "What a pipeline meets, per script group of the multilingual corpus. One thread, every library on the "
         "same text in one process, ids compared with tiktoken's before timing (`exact`). MB/s of UTF-8 input, "
-        "median of the runs after the first. **cold**: new objects of every library, text never seen; "
-        "**unseen**: a new object that first encoded the other half of the group's documents; **warm**: the "
-        "same text again (numtok's piece cache holds it).",
+        "median of the runs after the first. The timed text is every other distinct document of the group "
+        "(the corpus repeats its documents; repeats are dropped). **cold**: new objects of every library, text "
+        "never seen; **unseen**: a new object that first encoded the other distinct documents of the group; "
+        "**warm**: the same text again (numtok's piece cache holds it).",
         ("{PY} benchmarks/compare_encode.py {DIR}/multi-100M.txt --by-script --modes cold,unseen,warm "
-         "--only numtok,tiktoken,gigatoken --repeat 3 --encodings cl100k_base",),
+         "--only numtok,tiktoken,gigatoken --repeat 3 --encodings cl100k_base,o200k_base",),
         ("multi-100M.txt",),
     ),
     Section(
