@@ -3,7 +3,7 @@ typed, frozen value that kernels take as one argument.
 
 Built once by ``tables.setup`` (and again when it replaces the whole-piece table); the layouts
 are described in ``_kernels``. Numba passes a NamedTuple of arrays as one struct: a kernel's
-parameter list names the core, not its fourteen parts, and reads ``core.tok_tab`` as cheaply as
+parameter list names the core, not its eighteen parts, and reads ``core.tok_tab`` as cheaply as
 an argument of its own.
 """
 
@@ -29,3 +29,7 @@ class EncoderCore(NamedTuple):
     units: int  # 0: bytes, 1: characters
     unk_id: int  # -1: none
     eow_id: int  # -1: no end-of-word marker
+    seg_filter: np.ndarray  # uint64: patterns of tokens across character boundaries (``_segments``)
+    char_flags: np.ndarray  # uint8 (65536,): which characters end with a tail or start with a head of one
+    char_memo: np.ndarray  # uint64 (65536,): the ids of each character merged alone, filled as met
+    seg_min: int  # pieces of at least this many bytes may be cut into parts (0: never)

@@ -57,6 +57,7 @@ from .._native.intrinsics import HIGH_BITS, load_u64, prefetch, read_only
 from .._native.jit import INLINE, cached_njit, wraps_around
 from .._native.sink import store_id_pair  # the import also registers CountSink (encode_spans counts into one)
 from ..pretokenizers._scanners import SCANNER_KINDS, is_cut, scan_into
+from ._segments import BMP, char_at, crossable
 
 INF_PRIORITY = 0x7FFFFFFF
 _INF = np.int64(INF_PRIORITY)  # as a max_pri argument: an int64, not a literal (one signature with a variable)
@@ -665,6 +666,74 @@ def _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, pfilter, fbits, res
     return _merge_rounds(sym, n, pp, ptab, pbits, pfilter, fbits, _INF, res_of)
 
 
+@njit(**INLINE)
+def _merge_part(data, s, L, sym, o, pp, nxt, prv, heap, byte_id, bp, ptab, pbits, pfilter, fbits, res_of, heap_min, memo):
+    """Merge the bytes at ``s`` (a part of a piece, ``_segments``) into ``sym[o:]``; returns the
+    new end of ``sym``, or -1 for a byte with no token. A part of one character of 2-3 bytes
+    is read from, or written to, ``memo``: its ids + 1, 21 bits each, 0 = not yet merged (a
+    write is one aligned word, the same from any thread)."""
+    cp, w = char_at(data, s, s + L)
+    one = w == L and w >= 2 and cp < BMP
+    if one:
+        e = memo[cp]
+        if e != _U64_0:
+            q = 0
+            while e != _U64_0:
+                sym[o + q] = np.int64(e & _ID_MASK) - 1
+                e >>= np.uint64(ID_BITS)
+                q += 1
+            return o + q
+    part = sym[o:]
+    for q in range(L):
+        v = byte_id[data[s + q]]
+        if v < 0:
+            return -1
+        part[q] = v
+    if L >= heap_min:
+        for i in range(L - 1):
+            pp[i] = bp[(np.int64(data[s + i]) << 8) | data[s + i + 1]]
+        n = _merge_heap(part, L, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, _INF, res_of, True)
+    else:
+        n = _merge_bytes_small(data, s, part, L, pp, bp, ptab, pbits, pfilter, fbits, res_of)
+    if one:
+        e = _U64_0
+        for q in range(n - 1, -1, -1):
+            e = (e << np.uint64(ID_BITS)) | np.uint64(part[q] + 1)
+        memo[cp] = e
+    return o + n
+
+
+# A call, as _merge_heap: only pieces of 3-byte letters that were not in the piece cache get here.
+@njit(_nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _merge_segments(data, s, L, sym, pp, nxt, prv, heap, byte_id, bp, ptab, pbits, pfilter, fbits, res_of, heap_min, sfilter, sbits, flags, memo):
+    """The ids of the piece at ``s`` merged part by part between the cuts no token spans
+    (``_segments``), in ``sym``; returns their number, or -1 if the piece has no such cut, a
+    character that is not valid UTF-8 or a byte with no token (it is then merged whole)."""
+    end = s + L
+    cpa, wa = char_at(data, s, end)
+    if cpa < 0:
+        return -1
+    seg = s
+    o = 0
+    a = s
+    while a + wa < end:
+        b = a + wa
+        cpb, wb = char_at(data, b, end)
+        if cpb < 0:
+            return -1
+        if not crossable(data, a, wa, cpa, b, wb, cpb, sfilter, sbits, flags):
+            o = _merge_part(data, seg, b - seg, sym, o, pp, nxt, prv, heap, byte_id, bp, ptab, pbits, pfilter, fbits, res_of, heap_min, memo)
+            if o < 0:
+                return -1
+            seg = b
+        a = b
+        wa = wb
+        cpa = cpb
+    if seg == s:
+        return -1
+    return _merge_part(data, seg, end - seg, sym, o, pp, nxt, prv, heap, byte_id, bp, ptab, pbits, pfilter, fbits, res_of, heap_min, memo)
+
+
 def piece_cache_size(bits: int) -> int:
     """Length of a piece cache of 2**bits sets (bits = 0: no cache at all; else >= 8): the sets
     (8 << bits words), the long-piece region (as many), the arena's index, head and data."""
@@ -1004,7 +1073,9 @@ def encode_loop(
     """The loop of ``encode_spans``, with its work arrays. ``hashes[j % HASH_RING]`` holds the
     hash of piece ``j`` (of 9 to ``hash_max`` bytes) from when its lines were prefetched, so a
     piece is hashed once (a 16-byte piece's hash is a chain of three multiplies)."""
-    byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of, units, unk_id, eow_id = core
+    (byte_id, bp, tok_bytes, tok_off, tok_tab, whole_tab, whole_ext, max_whole_len, ptab, pfilter, res_of, units, unk_id, eow_id,
+     seg_filter, char_flags, char_memo, seg_min) = core  # fmt: skip
+    sbits = _log2_len(seg_filter)
     tbits = _table_bits(tok_tab)
     wbits = _table_bits(whole_tab)
     pbits = _log2_len(ptab)
@@ -1224,18 +1295,25 @@ def encode_loop(
                         k = k2
                         j += 1
                         continue
-            n = _initial_symbols(data, s, L, units, byte_id, tok_bytes, tok_off, tok_tab, tbits, unk_id, eow_id, sym)
+            n = np.int64(-1)
+            if seg_min > 0 and L >= seg_min and max(data[_u(s)], data[_u(s + 1)]) >= 0xE0:  # 3-byte letters (CJK, Hangul)
+                n = _merge_segments(
+                    data, s, L, sym, pp, nxt, prv, heap, byte_id, bp, ptab, pbits, pfilter, fbits, res_of, heap_min,
+                    seg_filter, sbits, char_flags, char_memo,
+                )  # fmt: skip
             if n < 0:
-                return ST_NO_SYMBOL, k, j, d, -1 - n
-            if n >= heap_min:
-                if plain_bytes:  # the first round from the byte-pair table, which stays in cache
-                    for i in range(n - 1):
-                        pp[i] = bp[(np.int64(data[s + i]) << 8) | data[s + i + 1]]
-                n = _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, _INF, res_of, plain_bytes)
-            elif plain_bytes:
-                n = _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, pfilter, fbits, res_of)
-            else:
-                n = _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, _INF, res_of)
+                n = _initial_symbols(data, s, L, units, byte_id, tok_bytes, tok_off, tok_tab, tbits, unk_id, eow_id, sym)
+                if n < 0:
+                    return ST_NO_SYMBOL, k, j, d, -1 - n
+                if n >= heap_min:
+                    if plain_bytes:  # the first round from the byte-pair table, which stays in cache
+                        for i in range(n - 1):
+                            pp[i] = bp[(np.int64(data[s + i]) << 8) | data[s + i + 1]]
+                    n = _merge_heap(sym, n, pp, nxt, prv, heap, ptab, pbits, pfilter, fbits, _INF, res_of, plain_bytes)
+                elif plain_bytes:
+                    n = _merge_bytes_small(data, s, sym, n, pp, bp, ptab, pbits, pfilter, fbits, res_of)
+                else:
+                    n = _merge_small(sym, n, pp, ptab, pbits, pfilter, fbits, _INF, res_of)
             for q in range(n):
                 out[k + q] = sym[q]
             k += n

@@ -35,12 +35,12 @@ from ._core import EncoderCore
 CONTEXT_ARRAYS = (
     "layout", "flags", "byte_id", "bp", "tok_bytes", "tok_off", "tok_tab", "whole_tab", "whole_ext",
     "pair_tab", "pair_filter", "res_of", "cache", "text", "ids", "spans", "docs", "doc_special",
-    "doc_end", "sym", "pp", "nxt", "prv", "heap", "hashes",
+    "doc_end", "sym", "pp", "nxt", "prv", "heap", "hashes", "seg_filter", "char_flags", "char_memo",
 )  # fmt: skip
 _A = {name: 2 * i for i, name in enumerate(CONTEXT_ARRAYS)}
 LAYOUT, FLAGS, BYTE_ID, BP, TOK_BYTES, TOK_OFF, TOK_TAB, WHOLE_TAB, WHOLE_EXT = (_A[n] for n in CONTEXT_ARRAYS[:9])
 PAIR_TAB, PAIR_FILTER, RES_OF, CACHE, TEXT, IDS, SPANS, DOCS, DOC_SPECIAL = (_A[n] for n in CONTEXT_ARRAYS[9:18])
-DOC_END, SYM, PP, NXT, PRV, HEAP, HASHES = (_A[n] for n in CONTEXT_ARRAYS[18:])
+DOC_END, SYM, PP, NXT, PRV, HEAP, HASHES, SEG_FILTER, CHAR_FLAGS, CHAR_MEMO = (_A[n] for n in CONTEXT_ARRAYS[18:])
 # The scalars that follow them.
 MAX_WHOLE_LEN = 2 * len(CONTEXT_ARRAYS)
 UNITS = MAX_WHOLE_LEN + 1
@@ -50,7 +50,8 @@ HEAP_MIN = MAX_WHOLE_LEN + 4
 SEEN = MAX_WHOLE_LEN + 5  # bytes encoded into the cache since the caller last looked at it
 CHECK_AT = MAX_WHOLE_LEN + 6  # ... and how many make it look
 AT = MAX_WHOLE_LEN + 7  # see NO_SYMBOL and CHECK_CACHE
-CONTEXT_WORDS = MAX_WHOLE_LEN + 8
+SEG_MIN = MAX_WHOLE_LEN + 8
+CONTEXT_WORDS = MAX_WHOLE_LEN + 9
 
 NOT_HERE = -1
 NO_SYMBOL = -2
@@ -101,6 +102,7 @@ def _short_kernel(scanner: int):
             _i64(c, BYTE_ID), address_array(c[BP], c[BP + 1], np.int32), address_array(c[TOK_BYTES], c[TOK_BYTES + 1], np.uint8),
             _i64(c, TOK_OFF), _u64(c, TOK_TAB), whole_tab, _u64(c, WHOLE_EXT), max_whole_len, _u64(c, PAIR_TAB),
             _u64(c, PAIR_FILTER), address_array(c[RES_OF], c[RES_OF + 1], np.int32), c[UNITS], c[UNK_ID], c[EOW_ID],
+            _u64(c, SEG_FILTER), address_array(c[CHAR_FLAGS], c[CHAR_FLAGS + 1], np.uint8), _u64(c, CHAR_MEMO), c[SEG_MIN],
         )  # fmt: skip
         sym, pp, nxt, prv, heap = _i64(c, SYM), _i64(c, PP), _i64(c, NXT), _i64(c, PRV), _i64(c, HEAP)
         j = zero

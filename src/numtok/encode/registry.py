@@ -26,7 +26,7 @@ import numpy as np
 from ..io.atomic import atomic_write
 from ..io.tiktoken_file import parse_ranks, read_rank_file, read_tiktoken_ranks
 from . import _kernels as _encode_kernels
-from . import tables
+from . import _segments, tables
 from .tokenizer import Tokenizer
 
 __all__ = ["load", "list_encodings", "read_tiktoken_ranks", "DATA_DIR"]
@@ -183,7 +183,7 @@ def _table_cache_path(name: str, spec: _Encoding) -> Path | None:
     if directory is None:
         return None
     if _LAYOUT is None:
-        _LAYOUT = hashlib.sha256(Path(_encode_kernels.__file__).read_bytes()).hexdigest()[:16]
+        _LAYOUT = hashlib.sha256(b"".join(Path(str(m.__file__)).read_bytes() for m in (_encode_kernels, _segments))).hexdigest()[:16]
     key = hashlib.sha256(
         repr((name, _RANK_FILES[spec.ranks].sha256, sorted(spec.special_tokens.items()), spec.pattern, _LAYOUT)).encode()
     ).hexdigest()[:24]
@@ -203,7 +203,7 @@ def _read_table_cache(path: Path | None) -> dict | None:
 def _plausible(state: dict) -> bool:
     """Structural checks on cached tables (types, sizes, offsets)."""
     types = dict(n_bytes=np.int64, tok_bytes=np.uint8, tok_off=np.int64, mergeable_ids=np.int64,
-                 tok_tab=np.uint64, pair_tab=np.uint64, bp=np.int32)  # fmt: skip
+                 tok_tab=np.uint64, pair_tab=np.uint64, bp=np.int32, seg_filter=np.uint64, char_flags=np.uint8)  # fmt: skip
     if set(state) != set(types) or any(state[k].dtype != t for k, t in types.items()):
         return False
     n, off, ids = int(state["n_bytes"]), state["tok_off"], state["mergeable_ids"]
@@ -212,6 +212,7 @@ def _plausible(state: dict) -> bool:
         len(state["tok_bytes"]) >= n + 16 and len(off) >= 2 and off[0] == 0 and off[-1] == n
         and bool(np.all(np.diff(off) >= 0)) and len(ids) > 0 and 0 <= ids.min() and ids.max() < len(off) - 1
         and len(state["bp"]) == 65536 and pow2(len(state["pair_tab"])) and pow2(len(state["tok_tab"]) // 2)
+        and pow2(len(state["seg_filter"])) and len(state["char_flags"]) == _segments.BMP
     )  # fmt: skip
 
 

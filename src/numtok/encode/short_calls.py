@@ -85,7 +85,8 @@ class ShortCalls:
         self._arrays: dict[str, np.ndarray] = dict(
             layout=lay, flags=class_table(), byte_id=core.byte_id, bp=core.bp, tok_bytes=core.tok_bytes,
             tok_off=core.tok_off, tok_tab=core.tok_tab, whole_tab=core.whole_tab, whole_ext=core.whole_ext,
-            pair_tab=core.pair_tab, pair_filter=core.pair_filter, res_of=core.res_of,
+            pair_tab=core.pair_tab, pair_filter=core.pair_filter, res_of=core.res_of, seg_filter=core.seg_filter,
+            char_flags=core.char_flags, char_memo=core.char_memo,
         )  # fmt: skip
         self._local = threading.local()
 
@@ -137,6 +138,7 @@ class ShortCalls:
         context[_s.UNITS] = core.units
         context[_s.UNK_ID] = core.unk_id
         context[_s.EOW_ID] = core.eow_id
+        context[_s.SEG_MIN] = core.seg_min
         context[_s.HEAP_MIN] = max(2, min(self._heap_min, 64))  # as encode_spans bounds it
         context[_s.CHECK_AT] = CHECK_BYTES
         state = (int(context.ctypes.data), ids, (context, arrays))

@@ -16,6 +16,7 @@ from ..io.hf_json import too_many_added
 from ..pretokenizers import _scanners
 from ..pretokenizers.patterns import resolve_pattern
 from . import _kernels as _k
+from . import _segments
 from ._core import EncoderCore
 from .buffers import padded, with_padding
 from .engine import CHUNK_BYTES, HEAP_MIN, run, splitter
@@ -56,6 +57,7 @@ def setup(tok, flat, starts, lens, ids, *, merges=None, pattern="gpt2", special_
     by_id_lens = _id_indexed_bytes(tok, flat, starts, lens, ids, prebuilt)
     eow_bytes = _initial_symbols(tok, by_id_lens, units, unk_token, end_of_word)
     _pair_tables(tok, by_id_lens, merges, merge_ids, mergeable_dict, prebuilt, unk_token)
+    _segment_tables(tok, prebuilt)
     tok._piece_caches = PieceCaches()
     _whole_piece_tables(tok, by_id_lens, eow_bytes)
     _decode_table(tok, eow_bytes)
@@ -177,6 +179,22 @@ def _pair_tables(tok, tok_lens: np.ndarray, merges, merge_ids, mergeable_dict, p
         raise ValueError(f"token {tok._token_bytes(tid)!r} appears twice in the vocab (ids include {tid})")
 
 
+def _segment_tables(tok, prebuilt) -> None:
+    """Where long pieces may be cut into parts merged on their own (``_segments``): pieces of
+    bytes only (no characters as units, no end-of-word marker, which changes the last part)."""
+    if tok._units_code == 0 and tok._eow_id < 0:
+        if prebuilt is not None:
+            tok._seg_filter, tok._char_flags = prebuilt["seg_filter"], prebuilt["char_flags"]
+        else:
+            tok._seg_filter, tok._char_flags = _segments.build_segment_tables(tok._tok_bytes, tok._tok_off, tok._mergeable_ids)
+        tok._char_memo = np.zeros(_segments.BMP, np.uint64)
+        tok._seg_min = _segments.SEG_MIN
+    else:
+        tok._seg_filter, tok._char_flags = _segments.no_segments()
+        tok._char_memo = np.zeros(1, np.uint64)
+        tok._seg_min = 0
+
+
 def _whole_piece_tables(tok, tok_lens: np.ndarray, eow_bytes: bytes) -> None:
     """Whole-piece table: a piece whose bytes are a key encodes to that single token."""
     set_whole_table(tok, tok._tok_tab, tok._max_token_len)
@@ -224,6 +242,7 @@ def core_of(tok) -> EncoderCore:
     return EncoderCore(
         tok._byte_id, tok._bp, tok._tok_bytes, tok._tok_off, tok._tok_tab, tok._whole_tab, tok._whole_ext,
         int(tok._max_whole_len), tok._pair_tab, tok._pair_filter, tok._res_of, int(tok._units_code), int(tok._unk_id), int(tok._eow_id),
+        tok._seg_filter, tok._char_flags, tok._char_memo, int(tok._seg_min),
     )  # fmt: skip
 
 
@@ -237,6 +256,8 @@ def table_state(tok) -> dict[str, np.ndarray]:
         "tok_tab": tok._tok_tab,
         "pair_tab": tok._pair_tab,
         "bp": tok._bp,
+        "seg_filter": tok._seg_filter,
+        "char_flags": tok._char_flags,
     }
 
 

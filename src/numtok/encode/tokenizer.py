@@ -127,6 +127,10 @@ class Tokenizer:
     _pair_tab: np.ndarray
     _pair_filter: np.ndarray  # a Bloom filter of the pair table (most CJK letter pairs are no pair)
     _bp: np.ndarray
+    _seg_filter: np.ndarray  # where long pieces may be cut into parts merged alone (encode/_segments.py)
+    _char_flags: np.ndarray
+    _char_memo: np.ndarray
+    _seg_min: int
     _whole_tab: np.ndarray
     _whole_ext: np.ndarray
     _dec_bytes: np.ndarray
