@@ -128,14 +128,14 @@ class PieceCaches:
         self.bytes_seen = 0  # text taken by all calls: a floor for the size (see take)
         self.done = 0  # text encoded by finished calls and the blocks reported to check
         self.grow = True  # False: caches are handed out as they are (tests pin one)
-        self._unchecked = 0  # bytes taken since a cache was last looked at (see take)
+        self._unchecked = 0  # bytes encoded since a cache was last looked at within a call (see check)
+        self._looked_at = 0  # bytes_seen when give last looked at a cache
         self._sized()
 
     def take(self, nbytes: int) -> np.ndarray:
         """A piece cache for a call about to encode ``nbytes``: one from the free list, grown
         first if it is smaller than another has grown to or than a set per 256 bytes of all
-        text taken so far, or if ``CHECK_BYTES`` have been taken since the last look and it is
-        crowded; else a new one as big as they have grown.
+        text taken so far; else a new one as big as they have grown.
 
         No lock: the free list's pop and append are atomic, and the counters only schedule
         looks (an update lost between two threads changes nothing that matters): a lock taken
@@ -147,8 +147,7 @@ class PieceCaches:
             cache = self.free.pop()
         except IndexError:
             cache = None
-        if cache is not None and len(cache) >= self._len and seen < self._floor_until and self._unchecked + nbytes < CHECK_BYTES:
-            self._unchecked += nbytes
+        if cache is not None and len(cache) >= self._len and seen < self._floor_until:
             return cache
         if self.grow and seen >= self._floor_until:  # a set per 256 bytes seen: misses cost ~30 hits
             self.bits = max(self.bits, min(CACHE_BITS, (seen >> 8).bit_length()))
@@ -157,8 +156,7 @@ class PieceCaches:
             return _k.new_piece_cache(self.bits)
         if not self.grow:
             return cache
-        bits = max(self.bits, self._checked_bits(cache, nbytes, between_calls=True))
-        return self._grown(cache, bits) if bits > cache_bits(cache) else cache
+        return self._grown(cache, self.bits) if self.bits > cache_bits(cache) else cache
 
     def _sized(self) -> None:
         """Note the length of a cache of ``bits`` and the bytes seen that would raise it."""
@@ -173,10 +171,10 @@ class PieceCaches:
         if not self.grow:
             return cache
         self.done += nbytes
-        bits = self._checked_bits(cache, nbytes, between_calls=False)
+        bits = self._checked_bits(cache, nbytes)
         return self._grown(cache, bits) if bits > cache_bits(cache) else cache
 
-    def _checked_bits(self, cache: np.ndarray, nbytes: int, between_calls: bool) -> int:
+    def _checked_bits(self, cache: np.ndarray, nbytes: int) -> int:
         """The size ``cache`` should have after ``nbytes`` more went into it: bigger only if
         ``CHECK_BYTES`` went in since the last look and it is crowded."""
         bits = cache_bits(cache)
@@ -184,7 +182,11 @@ class PieceCaches:
         if self._unchecked < CHECK_BYTES or bits >= CACHE_BITS:
             return bits
         self._unchecked = 0
-        grown = bits + growth(cache, short=between_calls)
+        return self._bounded(bits, bits + growth(cache, short=False))
+
+    def _bounded(self, bits: int, grown: int) -> int:
+        """``grown`` bits, or fewer down to ``bits``: at most GROW_RATIO bytes of cache per byte
+        of text encoded before."""
         while grown > bits and _k.piece_cache_size(grown) * 8 > GROW_RATIO * self.done:
             grown -= 1
         return grown
@@ -198,6 +200,15 @@ class PieceCaches:
         return bigger
 
     def give(self, cache: np.ndarray) -> None:
+        """Return a cache after a call. Every ``CHECK_BYTES`` of text taken, a crowded one is
+        grown first: the call that crowded it pays, not the next, which may be a short one."""
+        if self.grow and self.bytes_seen - self._looked_at >= CHECK_BYTES:
+            self._looked_at = self.bytes_seen
+            self.done = self.bytes_seen
+            bits = cache_bits(cache)
+            grown = self._bounded(bits, bits + growth(cache, short=True)) if bits < CACHE_BITS else bits
+            if grown > bits:
+                cache = self._grown(cache, grown)
         # Keep one cache per core at most: many threads in flight at once each needed one,
         # but holding 64 MiB for each of them afterwards would only waste memory. (Appending
         # first and trimming after keeps the cap without a lock: every append is followed by
@@ -215,5 +226,5 @@ class PieceCaches:
         to time a first pass)."""
         self.free.clear()
         self.bits = MIN_CACHE_BITS
-        self.bytes_seen = self._unchecked = 0
+        self.bytes_seen = self._unchecked = self._looked_at = 0
         self._sized()
