@@ -40,6 +40,9 @@ Why it is shaped this way (the measurements behind it: design.md §5):
   ``priority << 6 | position`` (n < 64) and takes the minimum without branches; heap entries
   are ``priority << 32 | position`` with positions in original order, and an entry is stale
   when the priority stored for its position changed (an equal one is the same merge).
+* A long piece of 3-byte letters (CJK, Hangul) is merged part by part between the boundaries
+  no token can span (``_segments``; one-letter parts from a memo): merged whole, byte by byte,
+  it was the largest cost of a first pass over CJK text.
 * Work arrays are sized once per call: rebinding arrays inside the loop costs reference-count
   traffic on every piece.
 * Table slots and the loop's hot indices are unsigned (``_u``): a signed index costs three
